@@ -1,0 +1,192 @@
+/*
+ * swarm.h — the native API of swarm, a runtime of lightweight user-level
+ * threads scheduled by one kernel thread ("worker") per core.
+ *
+ * Model in one paragraph. swarm_spawn() creates a thread and runs it at once
+ * on the calling worker ("work-first"); the caller's continuation is left on
+ * the worker's deque where an idle worker may steal it. A thread that blocks
+ * (join, and in later layers mutexes, I/O, sleep) parks and its worker runs
+ * something else; a blocked swarm thread never blocks its worker. Threads are
+ * cheap: a descriptor and a stack taken from per-worker caches, no system call
+ * on the fast path.
+ *
+ * Starting. The runtime starts on the first call to any function below that
+ * needs it, or explicitly with swarm_init(). The kernel thread that starts it
+ * (normally main) becomes worker 0 and its flow becomes an ordinary swarm
+ * thread: after a spawn its continuation may be stolen and resume on another
+ * worker's kernel thread. Kernel threads that are not workers may call
+ * swarm_spawn() and swarm_join() too: spawn hands the thread to a worker, join
+ * blocks that kernel thread until the result is ready.
+ *
+ * Thread-local storage. `__thread` / `_Thread_local` variables belong to the
+ * kernel thread, i.e. to the worker currently running a swarm thread. A swarm
+ * thread that blocks or spawns may resume on another worker, so it must not
+ * keep the address of a TLS variable across such a call.
+ *
+ * Errors. Functions return 0 on success and an errno value on failure, as the
+ * pthread functions do; none of them crash on bad input they can detect.
+ *
+ * Environment (read when the runtime starts; a swarm_config_t field that is
+ * not zero takes precedence):
+ *   SWARM_WORKERS=N     number of workers (default: CPUs in the affinity mask)
+ *   SWARM_STACK_SIZE=S  default stack size, bytes or with K/M/G suffix
+ *                       (default 128K, at least SWARM_STACK_MIN)
+ *   SWARM_BIND=1        pin worker i to the i-th CPU of the affinity mask
+ *   SWARM_STATS=1       print per-worker counters to stderr at exit
+ * A malformed value is reported on stderr, naming the variable, and ignored.
+ */
+#ifndef SWARM_H
+#define SWARM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SWARM_VERSION_MAJOR 0
+#define SWARM_VERSION_MINOR 1
+#define SWARM_VERSION_PATCH 0
+
+/* A handle naming one thread. It stays valid until the thread is joined (or,
+ * when detached, until it exits); after that every call given it returns
+ * ESRCH, even when the runtime reuses the thread's memory for a new thread.
+ * The value 0 (SWARM_THREAD_NONE) never names a thread. */
+typedef uint64_t swarm_thread_t;
+#define SWARM_THREAD_NONE ((swarm_thread_t)0)
+
+/* Smallest stack a thread may ask for. */
+#define SWARM_STACK_MIN ((size_t)16384)
+
+enum { SWARM_CREATE_JOINABLE = 0, SWARM_CREATE_DETACHED = 1 };
+
+/* Thread attributes. Initialise with swarm_attr_init() before use; an
+ * attribute object that was not initialised is rejected with EINVAL. */
+typedef struct swarm_attr {
+  uint32_t magic_;     /* set by swarm_attr_init; do not touch */
+  uint32_t detached_;  /* SWARM_CREATE_JOINABLE or SWARM_CREATE_DETACHED */
+  size_t stack_size_;  /* 0: the runtime's default */
+  uintptr_t reserved_[4];
+} swarm_attr_t;
+
+/* Runtime configuration for swarm_init(). A zero field means "use the
+ * environment variable, else the default". */
+typedef struct swarm_config {
+  int workers;       /* number of workers; 0 = SWARM_WORKERS or CPU count */
+  size_t stack_size; /* default stack size; 0 = SWARM_STACK_SIZE or 128K */
+  int bind;          /* 1 = pin workers to CPUs, -1 = do not, 0 = SWARM_BIND */
+  int stats;         /* 1 = print counters at exit, -1 = do not, 0 = SWARM_STATS */
+} swarm_config_t;
+
+/* ---- Runtime lifetime ------------------------------------------------- */
+
+/* Starts the runtime with `config` (NULL: environment and defaults). The
+ * calling kernel thread becomes worker 0.
+ * Returns 0; EBUSY if the runtime is already running; EINVAL if a config field
+ * is out of range (workers < 0 or > 1024, stack_size below SWARM_STACK_MIN);
+ * EAGAIN if kernel threads or memory for the workers cannot be had. */
+int swarm_init(const swarm_config_t *config);
+
+/* Waits until every thread spawned so far has exited, stops the workers and
+ * returns on the kernel thread that called swarm_init(), now an ordinary
+ * kernel thread again. The runtime may be started again afterwards. Call it
+ * from the flow that started the runtime. If that flow belongs to a kernel
+ * thread other than main, it must call swarm_finalize() before that kernel
+ * thread exits.
+ * Returns 0; EPERM when called from another thread; ESRCH when the runtime is
+ * not running. */
+int swarm_finalize(void);
+
+/* 1 when the runtime is running, else 0. Does not start it. */
+int swarm_is_running(void);
+
+/* ---- Threads ---------------------------------------------------------- */
+
+/* Creates a thread running fn(arg) and stores its handle in *thread (before
+ * the thread starts running). `attr` may be NULL for the defaults; `thread`
+ * may be NULL only for a detached thread. Called from a swarm thread, the new
+ * thread runs at once on the calling worker and the caller continues when the
+ * child blocks or exits, or earlier on another worker that steals it.
+ * Returns 0; EINVAL for an uninitialised `attr`, a NULL `fn`, or a NULL
+ * `thread` for a joinable thread; EAGAIN when memory for the stack or the
+ * descriptor cannot be had. */
+int swarm_spawn(swarm_thread_t *thread, const swarm_attr_t *attr,
+                void *(*fn)(void *), void *arg);
+
+/* Waits for `thread` to exit and stores its result (the value fn returned or
+ * passed to swarm_exit) in *result unless `result` is NULL. The thread's
+ * resources are then released and the handle becomes invalid.
+ * Returns 0; ESRCH if no such thread exists (never created, already joined,
+ * or detached and exited); EINVAL if it is detached or another thread is
+ * already joining it; EDEADLK if it is the calling thread. */
+int swarm_join(swarm_thread_t thread, void **result);
+
+/* Marks `thread` detached: its resources are released when it exits and it
+ * cannot be joined. Returns 0; ESRCH if no such thread; EINVAL if it is
+ * already detached or being joined. */
+int swarm_detach(swarm_thread_t thread);
+
+/* Lets other runnable threads run first; the caller is resumed after them. */
+void swarm_yield(void);
+
+/* Ends the calling swarm thread with `result`, as returning from its start
+ * function does. Ending the thread that started the runtime (main's flow)
+ * keeps the process alive until every other thread has exited, then the
+ * process exits with status 0, as pthread_exit in main does. Called from a
+ * kernel thread that is not a swarm thread, it writes a message and aborts. */
+_Noreturn void swarm_exit(void *result);
+
+/* The calling thread's handle. On a kernel thread that is not a worker it
+ * names that kernel thread (it cannot be joined). Starts the runtime. */
+swarm_thread_t swarm_self(void);
+
+/* 1 if the two handles name the same thread. */
+static inline int swarm_equal(swarm_thread_t a, swarm_thread_t b) { return a == b; }
+
+/* Index of the worker running the caller (0 .. swarm_num_workers()-1), or -1
+ * on a kernel thread that is not a worker. The answer may be stale as soon as
+ * the caller blocks, spawns or yields. Does not start the runtime. */
+int swarm_worker_id(void);
+
+/* Number of workers. Starts the runtime. */
+int swarm_num_workers(void);
+
+/* ---- Attributes ------------------------------------------------------- */
+
+int swarm_attr_init(swarm_attr_t *attr);    /* EINVAL if attr is NULL */
+int swarm_attr_destroy(swarm_attr_t *attr); /* EINVAL if not initialised */
+
+/* Stack size in bytes, rounded up to whole pages when the thread is made.
+ * EINVAL if below SWARM_STACK_MIN or above 1 GiB, or attr not initialised. */
+int swarm_attr_setstacksize(swarm_attr_t *attr, size_t size);
+int swarm_attr_getstacksize(const swarm_attr_t *attr, size_t *size);
+
+/* SWARM_CREATE_JOINABLE or SWARM_CREATE_DETACHED; EINVAL otherwise. */
+int swarm_attr_setdetachstate(swarm_attr_t *attr, int state);
+int swarm_attr_getdetachstate(const swarm_attr_t *attr, int *state);
+
+/* ---- Statistics ------------------------------------------------------- */
+
+/* Counters summed over all workers since the runtime started. */
+typedef struct swarm_stats {
+  uint64_t threads_spawned;  /* swarm_spawn calls that succeeded */
+  uint64_t threads_run;      /* times a worker started or resumed a thread */
+  uint64_t steals_tried;     /* steal attempts on another worker */
+  uint64_t steals_succeeded; /* of those, how many got a thread */
+  uint64_t parks;            /* threads that blocked */
+  uint64_t worker_sleeps;    /* times a worker went to sleep while idle */
+  uint64_t stacks_mapped;    /* stacks obtained from the kernel (mmap) */
+} swarm_stats_t;
+
+/* Fills *stats (approximate while workers run). EINVAL if stats is NULL;
+ * ESRCH when the runtime is not running. */
+int swarm_stats_get(swarm_stats_t *stats);
+
+/* Writes the per-worker counters to stderr (what SWARM_STATS=1 prints). */
+void swarm_stats_print(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SWARM_H */

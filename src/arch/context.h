@@ -1,0 +1,55 @@
+/*
+ * arch/context.h — the machine-dependent context switch, the whole interface
+ * between the portable scheduler (core) and the CPU (PPL's "VP layer").
+ * A port to a new CPU implements these two functions and nothing else in
+ * core changes. Backends: x86_64.S, aarch64.S, portable.c (ucontext), chosen
+ * by CMake (-DSWARM_CONTEXT=asm|portable).
+ *
+ * Contract ("switch, then call", MassiveThreads / Go's gopark):
+ *
+ *   void *swarm_arch_switch(void **save_sp, void *new_sp,
+ *                           void *(*after)(void *), void *arg);
+ *
+ *   1. saves the callee-saved registers of the running context (and its FP
+ *      control state: MXCSR / x87 control word, FPCR) on its own stack and
+ *      stores the resulting stack pointer in *save_sp;
+ *   2. moves to new_sp, a value stored by an earlier swarm_arch_switch or
+ *      returned by swarm_arch_prepare;
+ *   3. there, on the new stack, calls after(arg) if `after` is not NULL;
+ *   4. resumes the context saved at new_sp. That context sees, as the return
+ *      value of its own swarm_arch_switch call (or as the argument of its
+ *      entry function when it is fresh), after's return value, or `arg`
+ *      itself when `after` is NULL.
+ *
+ *   Because step 3 runs only once the old context is entirely off its stack,
+ *   `after` may publish the old context (push it on a deque, put it in a wait
+ *   list, release the lock guarding that list) with no window in which
+ *   another worker could resume it while it is still being switched away
+ *   from. core relies on this for every park.
+ *
+ *   *save_sp is written before `after` runs. A context that will never be
+ *   resumed may pass a scratch slot.
+ *
+ *   FP control state is per context: it is always saved, and on resume it is
+ *   reloaded only when it differs from the current one (loading MXCSR costs
+ *   ~50 ns; comparing costs ~1 ns).
+ *
+ *   void *swarm_arch_prepare(void *stack_top, void (*entry)(void *));
+ *
+ *   Builds a fresh context on the stack whose highest address (exclusive) is
+ *   stack_top and returns its stack pointer for swarm_arch_switch. When first
+ *   switched to, it calls entry(transfer) where transfer is the value of step
+ *   4, with FP control state inherited from the context that called
+ *   swarm_arch_prepare. entry must never return.
+ *
+ * Both functions are called with the stack 16-byte aligned as the ABI says;
+ * stack_top must be 16-byte aligned.
+ */
+#ifndef SWARM_ARCH_CONTEXT_H
+#define SWARM_ARCH_CONTEXT_H
+
+void *swarm_arch_switch(void **save_sp, void *new_sp, void *(*after)(void *),
+                        void *arg);
+void *swarm_arch_prepare(void *stack_top, void (*entry)(void *));
+
+#endif

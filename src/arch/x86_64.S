@@ -1,0 +1,111 @@
+/*
+ * arch/x86_64.S — context switch for x86-64 (System V ABI). Implements the
+ * contract in arch/context.h: save callee-saved registers (rbp, rbx, r12-r15)
+ * and the FP control state (MXCSR control bits, x87 control word), switch
+ * stacks, call `after(arg)` on the new stack, restore, return.
+ *
+ * Saved frame, from the saved stack pointer upwards (16-byte aligned):
+ *   +0  MXCSR (4 bytes)   +4  x87 control word (2 bytes)   +6 unused
+ *   +8  r15  +16 r14  +24 r13  +32 r12  +40 rbx  +48 rbp  +56 return address
+ *
+ * FP control state is stored on every switch but loaded only when it differs
+ * from the running value: ldmxcsr alone costs ~50 ns, a compare ~1. The
+ * running value is the one the outgoing context just stored (nothing between
+ * the save and the restore changes it), kept in rbx/rbp across the after()
+ * call, so it is not read a second time. MXCSR's low six bits are sticky exception
+ * flags, not control; they are ignored when comparing.
+ */
+        .text
+
+        .globl  swarm_arch_switch
+        .hidden swarm_arch_switch
+        .type   swarm_arch_switch, @function
+        .p2align 4
+/* void *swarm_arch_switch(void **save_sp (rdi), void *new_sp (rsi),
+ *                         void *(*after)(void *) (rdx), void *arg (rcx)) */
+swarm_arch_switch:
+        .cfi_startproc
+        pushq   %rbp
+        pushq   %rbx
+        pushq   %r12
+        pushq   %r13
+        pushq   %r14
+        pushq   %r15
+        subq    $8, %rsp
+        stmxcsr (%rsp)
+        fnstcw  4(%rsp)
+        /* Keep the outgoing FP control in rbx/rbp (both saved above). Two
+         * loads sized like the two stores, so both forward from the store
+         * buffer; one 8-byte load spanning them would stall ~15 cycles. */
+        movl    (%rsp), %ebx
+        movzwl  4(%rsp), %ebp
+        movq    %rsp, (%rdi)
+        /* From here on we are on the new context's stack. */
+        movq    %rsi, %rsp
+        movq    %rcx, %rax
+        testq   %rdx, %rdx
+        jz      1f
+        movq    %rcx, %rdi
+        call    *%rdx               /* rsp 16-byte aligned; rbx/rbp survive */
+1:
+        /* The FP control in force is the outgoing one (rbx/rbp): reload
+         * only if the incoming context's differs. MXCSR bits 0-5 are sticky
+         * exception flags, not control, and are ignored. */
+        movl    (%rsp), %ecx
+        xorl    %ebx, %ecx
+        testl   $-64, %ecx
+        jnz     3f
+        movzwl  4(%rsp), %ecx
+        cmpl    %ebp, %ecx
+        jne     3f
+2:
+        addq    $8, %rsp
+        popq    %r15
+        popq    %r14
+        popq    %r13
+        popq    %r12
+        popq    %rbx
+        popq    %rbp
+        ret
+3:
+        ldmxcsr (%rsp)
+        fldcw   4(%rsp)
+        jmp     2b
+        .cfi_endproc
+        .size   swarm_arch_switch, .-swarm_arch_switch
+
+        .globl  swarm_arch_prepare
+        .hidden swarm_arch_prepare
+        .type   swarm_arch_prepare, @function
+        .p2align 4
+/* void *swarm_arch_prepare(void *stack_top (rdi), void (*entry)(void *) (rsi)) */
+swarm_arch_prepare:
+        .cfi_startproc
+        leaq    -64(%rdi), %rax
+        stmxcsr (%rax)              /* the child inherits FP control state */
+        fnstcw  4(%rax)
+        movq    $0, 8(%rax)         /* r15 */
+        movq    $0, 16(%rax)        /* r14 */
+        movq    $0, 24(%rax)        /* r13 */
+        movq    %rsi, 32(%rax)      /* r12 = entry */
+        movq    $0, 40(%rax)        /* rbx */
+        movq    $0, 48(%rax)        /* rbp = 0 ends frame-pointer walks */
+        leaq    swarm_arch_trampoline(%rip), %rcx
+        movq    %rcx, 56(%rax)
+        ret
+        .cfi_endproc
+        .size   swarm_arch_prepare, .-swarm_arch_prepare
+
+        .type   swarm_arch_trampoline, @function
+        .p2align 4
+/* First code a fresh context runs: entry(transfer). rsp is 16-aligned. */
+swarm_arch_trampoline:
+        .cfi_startproc
+        .cfi_undefined rip          /* unwinders stop here */
+        movq    %rax, %rdi
+        call    *%r12
+        ud2                         /* entry must not return */
+        .cfi_endproc
+        .size   swarm_arch_trampoline, .-swarm_arch_trampoline
+
+        .section .note.GNU-stack,"",@progbits
