@@ -1,0 +1,333 @@
+/*
+ * core/core.h — the portable scheduler's internal interface: the thread
+ * descriptor, the worker, the one runtime struct, and the two calls every
+ * blocking operation in swarm is built from:
+ *
+ *   swarm_park(commit, arg)   block the calling thread. Once it is entirely
+ *                             off its stack (on the next thread's stack, or
+ *                             the worker's scheduler stack), commit(self, arg)
+ *                             runs there; it records `self` in a wait list
+ *                             and releases that list's lock. If commit returns
+ *                             false the park is abandoned and self is made
+ *                             runnable again at once.
+ *   swarm_ready(thread)       make a parked thread runnable: onto the caller's
+ *                             own deque when the caller is a worker, through a
+ *                             worker's ready queue otherwise, waking an
+ *                             idle worker if one sleeps.
+ *
+ * Ownership invariant (the one every layer keeps): a thread is at any time
+ * owned by exactly one place — running on one worker (worker.current), in one
+ * deque, in one ready queue, or in one wait list (via thread.next). Ownership
+ * moves only by push/take/steal, by commit (run after the switch, so the old
+ * owner — the worker — has let go), and by swarm_ready.
+ *
+ * Kernel threads that are not workers ("external" threads) get a descriptor
+ * too, so every primitive built on park/ready works from them: their park
+ * runs commit at once and sleeps on a futex; ready wakes the futex.
+ *
+ * Layers above core (sync, io, pthread, dist) include this header and
+ * nothing else of core; core includes nothing from them.
+ */
+#ifndef SWARM_CORE_H
+#define SWARM_CORE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/deque.h"
+#include "swarm.h"
+
+#define SWARM_MAX_WORKERS 1024
+#define SWARM_DEFAULT_STACK ((size_t)128 * 1024)
+#define SWARM_MAX_STACK ((size_t)1 << 30)
+#define SWARM_THREAD_SLOTS 4
+#define SWARM_ATTR_MAGIC 0x5a7a11a7u
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SWARM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SWARM_ASAN 1
+#endif
+#endif
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* A stack: usable memory [lo, lo + size), a guard region just below lo. */
+struct stack_ref {
+  char *lo;
+  size_t size;
+};
+
+enum thread_kind {
+  THREAD_USER = 0,     /* made by swarm_spawn; stack from the pool */
+  THREAD_MAIN = 1,     /* the flow that started the runtime; its own stack */
+  THREAD_EXTERNAL = 2, /* a kernel thread that is not a worker */
+};
+
+/* thread.control: generation in the high 32 bits, state flags below. */
+#define CTL_EXITED ((uint64_t)1 << 0)   /* result is set; never runs again */
+#define CTL_DETACHED ((uint64_t)1 << 1) /* released on exit, not joinable */
+#define CTL_CLAIMED ((uint64_t)1 << 2)  /* a joiner has claimed it */
+#define CTL_WAITER ((uint64_t)1 << 3)   /* the joiner is parked on it */
+#define CTL_FLAGS ((uint64_t)0xffffffffu)
+#define CTL_GEN(c) ((uint32_t)((c) >> 32))
+
+struct swarm_thread {
+  void *sp;                  /* saved stack pointer while not running */
+  struct swarm_thread *next; /* link for the one list that owns it */
+  void *(*fn)(void *);
+  void *arg;
+  void *result;
+  _Atomic uint64_t control;    /* generation | CTL_* flags */
+  struct swarm_thread *joiner; /* valid once CTL_WAITER is set */
+  struct stack_ref stack;      /* THREAD_USER: from the pool */
+  uint32_t index;              /* slot in the handle table */
+  uint8_t kind;                /* enum thread_kind */
+  int16_t pinned_worker;       /* -1, or the only worker that may run it */
+  _Atomic uint32_t wake_word;  /* THREAD_EXTERNAL: futex for park */
+  void *slots[SWARM_THREAD_SLOTS]; /* per-thread data of upper layers */
+#ifdef SWARM_ASAN
+  void *asan_fake_stack;
+#endif
+} __attribute__((aligned(64)));
+
+/* Upper layers claim a slot index for per-thread data (keys, errno, ...). */
+enum { SLOT_SYNC = 0, SLOT_IO = 1, SLOT_PTHREAD = 2, SLOT_DIST = 3 };
+
+/* A ready queue: FIFO under a spinlock. Used for yields, for threads made
+ * runnable by kernel threads that are not workers, and for pinned threads;
+ * the deque carries everything else. Thieves may take unpinned entries. */
+struct ready_queue {
+  _Atomic uint32_t lock;
+  uint32_t count;
+  struct swarm_thread *head, *tail;
+};
+
+struct cache_list {
+  void *head; /* intrusive singly linked list */
+  uint32_t count;
+};
+
+struct worker_stats { /* written by the owner only */
+  uint64_t run;
+  uint64_t steals_tried;
+  uint64_t steals_ok;
+  uint64_t parks;
+  uint64_t sleeps;
+  uint64_t stacks_mapped;
+};
+
+/* What the "after" function of the next context switch must do. */
+enum after_action {
+  AFTER_NONE,
+  AFTER_PUSH_PARENT,   /* spawn: push handoff (the parent) on the deque */
+  AFTER_PARK,          /* park: run park_commit(handoff, park_arg) */
+  AFTER_RELEASE_STACK, /* exit: return dead_stack to the cache */
+};
+
+struct worker {
+  /* ---- owner-only, hot ---- */
+  struct swarm_thread *current; /* the thread running now (or NULL) */
+  struct deque deque;
+  struct cache_list stacks; /* free default-size stacks */
+  struct cache_list descs;  /* free descriptors */
+  struct swarm_thread *handoff;
+  bool (*park_commit)(struct swarm_thread *, void *);
+  void *park_arg;
+  struct stack_ref dead_stack;
+  void *sched_sp;   /* the scheduler context, while a thread runs */
+  void *scratch_sp; /* save slot for contexts that never resume */
+  uint64_t rng;
+  int id;
+  struct worker_stats stats;
+  _Atomic uint64_t stat_spawned_pub; /* published copies for quiescence */
+  _Atomic uint64_t stat_exited_pub;
+  /* ---- shared ---- */
+  struct ready_queue queue __attribute__((aligned(64)));
+  _Atomic uint32_t sleep_word __attribute__((aligned(64)));
+  _Atomic uint32_t sleeping;
+  pthread_t kthread;
+  void *altstack;
+  struct stack_ref sched_stack; /* worker 0 only: the scheduler's stack */
+#ifdef SWARM_ASAN
+  void *sched_fake_stack;
+  const void *sched_stack_lo;
+  size_t sched_stack_size;
+#endif
+} __attribute__((aligned(64)));
+
+enum runtime_state { RT_OFF = 0, RT_STARTING, RT_RUNNING, RT_STOPPING };
+
+struct runtime {
+  _Atomic int state;
+  int nworkers;
+  struct worker *workers;
+  size_t default_stack;
+  size_t guard_size;
+  bool bind;
+  bool print_stats;
+  int cpus[SWARM_MAX_WORKERS];
+  int ncpus;
+  _Atomic int idle_workers;           /* workers asleep in worker_sleep */
+  struct swarm_thread *main_thread;   /* the flow that called init */
+  pthread_t init_kthread;
+  _Atomic uint64_t external_spawned;  /* spawns from non-workers */
+  _Atomic(struct swarm_thread *) finalize_waiter;
+  _Atomic bool main_exited;
+  _Atomic uint32_t external_rr;       /* round robin for external spawns */
+  pthread_mutex_t lifecycle_lock;     /* init / finalize */
+};
+
+extern struct runtime swarm_rt;
+
+/* The worker running the calling kernel thread, or NULL. Read through this
+ * function only: a swarm thread may resume on another worker after any
+ * switch, and a compiler may otherwise keep a TLS address across the call
+ * that switched (MassiveThreads' bug). On x86-64 the read is a volatile asm
+ * with the initial-exec TLS sequence, which the compiler cannot cache. */
+extern __thread struct worker *swarm_tls_worker
+    __attribute__((tls_model("initial-exec")));
+struct worker *swarm_worker_current_slow(void);
+static inline struct worker *worker_current(void) {
+#if defined(__x86_64__)
+  struct worker *w;
+  __asm__ volatile("movq swarm_tls_worker@gottpoff(%%rip), %0\n\t"
+                   "movq %%fs:(%0), %0"
+                   : "=r"(w));
+  return w;
+#else
+  return swarm_worker_current_slow();
+#endif
+}
+
+/* ---- park / ready: the one way to block and to wake ---- */
+typedef bool (*swarm_commit_fn)(struct swarm_thread *self, void *arg);
+void swarm_park(swarm_commit_fn commit, void *arg);
+void swarm_ready(struct swarm_thread *t);
+/* The calling thread's descriptor (a worker's current thread, or the
+ * external descriptor of a kernel thread). Starts nothing; NULL only when
+ * memory for an external descriptor cannot be had. */
+struct swarm_thread *swarm_current_thread(void);
+
+/* ---- internal services used across core files ---- */
+int runtime_ensure_started(void);
+void ready_queue_push(struct ready_queue *q, struct swarm_thread *t);
+struct swarm_thread *ready_queue_pop(struct ready_queue *q, bool unpinned_only);
+void worker_wake(struct worker *w);
+
+/* ---- descriptor and stack caches: inline fast paths; the cold halves
+ * (refill, spill, mapping) are in thread.c and stack.c ---- */
+#define DESC_CHUNK_SHIFT 10
+#define DESC_CHUNK ((uint32_t)1 << DESC_CHUNK_SHIFT)
+#define DESC_MAX_CHUNKS 16384 /* 16M descriptors */
+#define DESC_CACHE_MAX 256
+#define STACK_CACHE_MAX 64
+
+extern _Atomic(struct swarm_thread *) swarm_desc_chunks[DESC_MAX_CHUNKS];
+extern _Atomic uint32_t swarm_desc_next_index;
+
+struct swarm_thread *desc_alloc_slow(struct worker *w);
+void desc_release_slow(struct worker *w, struct swarm_thread *t);
+void desc_cache_flush(struct worker *w);
+
+/* A free descriptor; w may be NULL. */
+static inline struct swarm_thread *desc_alloc(struct worker *w) {
+  struct swarm_thread *t;
+  if (likely(w && (t = w->descs.head))) {
+    w->descs.head = t->next;
+    w->descs.count--;
+    return t;
+  }
+  return desc_alloc_slow(w);
+}
+
+/* Retires t: a new generation invalidates every handle to it (generation 0
+ * is skipped), then it goes back to w's cache (w may be NULL). */
+static inline void desc_release(struct worker *w, struct swarm_thread *t) {
+  uint64_t c = atomic_load_explicit(&t->control, memory_order_relaxed);
+  uint32_t gen = CTL_GEN(c) + 1;
+  gen += gen == 0;
+  atomic_store_explicit(&t->control, (uint64_t)gen << 32,
+                        memory_order_release);
+  if (likely(w && w->descs.count < DESC_CACHE_MAX)) {
+    t->next = w->descs.head;
+    w->descs.head = t;
+    w->descs.count++;
+    return;
+  }
+  desc_release_slow(w, t);
+}
+
+/* The descriptor a handle's index names, or NULL; the caller compares the
+ * generation. Chunks are never unmapped, so this never reads freed memory;
+ * a slot of a mapped chunk that was never handed out is zero (generation 0),
+ * which no handle carries. */
+static inline struct swarm_thread *desc_lookup(swarm_thread_t h) {
+  uint32_t idx = (uint32_t)h;
+  if (unlikely(idx == 0 || (idx >> DESC_CHUNK_SHIFT) >= DESC_MAX_CHUNKS))
+    return NULL;
+  struct swarm_thread *chunk = atomic_load_explicit(
+      &swarm_desc_chunks[idx >> DESC_CHUNK_SHIFT], memory_order_acquire);
+  return chunk ? &chunk[idx & (DESC_CHUNK - 1)] : NULL;
+}
+
+static inline swarm_thread_t desc_handle(struct swarm_thread *t) {
+  uint64_t ctl = atomic_load_explicit(&t->control, memory_order_relaxed);
+  return ((uint64_t)CTL_GEN(ctl) << 32) | t->index;
+}
+
+/* A cached stack's free-list link lives in its own top bytes. */
+static inline void **stack_link(char *lo, size_t size) {
+  return (void **)(lo + size - 64);
+}
+int stack_alloc_slow(struct worker *w, size_t size, struct stack_ref *out);
+void stack_release_slow(struct worker *w, struct stack_ref s);
+void stack_cache_flush(struct worker *w);
+void stack_pool_shutdown(void);
+#ifdef SWARM_ASAN
+void stack_unpoison(struct stack_ref s);
+#endif
+
+/* A stack of `size` bytes (w may be NULL). 0 or EAGAIN. */
+static inline int stack_alloc(struct worker *w, size_t size,
+                              struct stack_ref *out) {
+  char *lo;
+  if (likely(w && size == swarm_rt.default_stack && (lo = w->stacks.head))) {
+    w->stacks.head = *stack_link(lo, size);
+    w->stacks.count--;
+    out->lo = lo;
+    out->size = size;
+    return 0;
+  }
+  return stack_alloc_slow(w, size, out);
+}
+
+/* Returns a stack nothing runs on any more (w may be NULL). */
+static inline void stack_release(struct worker *w, struct stack_ref s) {
+#ifdef SWARM_ASAN
+  stack_unpoison(s);
+#endif
+  if (likely(w && s.size == swarm_rt.default_stack &&
+             w->stacks.count < STACK_CACHE_MAX)) {
+    *stack_link(s.lo, s.size) = w->stacks.head;
+    w->stacks.head = s.lo;
+    w->stacks.count++;
+    return;
+  }
+  stack_release_slow(w, s);
+}
+
+/* config.c */
+int config_resolve(const swarm_config_t *in, int *workers, size_t *stack,
+                   bool *bind, bool *stats);
+int config_parse_size(const char *s, size_t *out);
+
+/* sched.c: guard-page recognition for the overflow handler */
+size_t sched_describe_fault(void *addr, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,120 @@
+/*
+ * core/deque.h — the per-worker work-stealing deque (Chase & Lev, SPAA 2005)
+ * with the C11 memory orders proven correct by Lê, Pop, Cohen and Zappa
+ * Nardelli (PPoPP 2013, "Correct and efficient work-stealing for weak memory
+ * models", figure 1). The owner pushes and takes at the bottom without
+ * locks; thieves take from the top with one CAS.
+ *
+ * Invariants:
+ *  - Only the owner writes `bottom` and `array`; thieves write only `top`
+ *    (by CAS). top <= bottom + 1 at all times; the items are [top, bottom).
+ *  - The array grows (doubles) when full; MassiveThreads aborts at 131,072
+ *    entries, we never do while memory lasts. A grown-out array may still be
+ *    read by a thief that loaded the old pointer, so retired arrays are kept
+ *    (total memory stays below twice the largest array) and freed only when
+ *    the deque is destroyed, when no thief can be running.
+ *  - Items are never NULL; NULL means "empty" and DEQUE_ABORT means a thief
+ *    lost a race and may retry.
+ */
+#ifndef SWARM_CORE_DEQUE_H
+#define SWARM_CORE_DEQUE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct deque_array {
+  int64_t mask; /* capacity - 1, capacity a power of two */
+  struct deque_array *retired_next;
+  _Atomic(void *) items[];
+};
+
+struct deque {
+  _Atomic int64_t top;
+  char pad_top[64 - sizeof(int64_t)];
+  _Atomic int64_t bottom;
+  _Atomic(struct deque_array *) array;
+  struct deque_array *retired; /* arrays replaced by growth, owner-only */
+  char pad_bottom[64 - sizeof(int64_t) - 2 * sizeof(void *)];
+};
+
+#define DEQUE_ABORT ((void *)1)
+
+/* Returns 0 or ENOMEM. */
+int deque_init(struct deque *d, int64_t capacity);
+void deque_destroy(struct deque *d);
+/* Owner only. Returns false when memory to grow cannot be had. */
+bool deque_grow_and_push(struct deque *d, void *item);
+
+/* Owner: push an item at the bottom. */
+static inline bool deque_push(struct deque *d, void *item) {
+  int64_t b = atomic_load_explicit(&d->bottom, memory_order_relaxed);
+  /* acquire: pairs with the thieves' CAS on top, so a slot they emptied is
+   * really free before we overwrite it. */
+  int64_t t = atomic_load_explicit(&d->top, memory_order_acquire);
+  struct deque_array *a =
+      atomic_load_explicit(&d->array, memory_order_relaxed);
+  if (__builtin_expect(b - t > a->mask, 0))
+    return deque_grow_and_push(d, item);
+  atomic_store_explicit(&a->items[b & a->mask], item, memory_order_relaxed);
+  /* release: a thief that sees the new bottom also sees the item. */
+  atomic_thread_fence(memory_order_release);
+  atomic_store_explicit(&d->bottom, b + 1, memory_order_relaxed);
+  return true;
+}
+
+/* Owner: take the most recently pushed item, or NULL when empty. */
+static inline void *deque_take(struct deque *d) {
+  int64_t b = atomic_load_explicit(&d->bottom, memory_order_relaxed) - 1;
+  struct deque_array *a =
+      atomic_load_explicit(&d->array, memory_order_relaxed);
+  atomic_store_explicit(&d->bottom, b, memory_order_relaxed);
+  /* seq_cst fence: the store to bottom must be visible before we read top,
+   * or a thief and we could both take the last item (store-load order; the
+   * thief has the matching fence between its loads of top and bottom). */
+  atomic_thread_fence(memory_order_seq_cst);
+  int64_t t = atomic_load_explicit(&d->top, memory_order_relaxed);
+  void *item = NULL;
+  if (t <= b) {
+    item = atomic_load_explicit(&a->items[b & a->mask], memory_order_relaxed);
+    if (t == b) {
+      /* Last item: race the thieves for it with the same CAS they use. */
+      if (!atomic_compare_exchange_strong_explicit(
+              &d->top, &t, t + 1, memory_order_seq_cst, memory_order_relaxed))
+        item = NULL;
+      atomic_store_explicit(&d->bottom, b + 1, memory_order_relaxed);
+    }
+  } else {
+    atomic_store_explicit(&d->bottom, b + 1, memory_order_relaxed);
+  }
+  return item;
+}
+
+/* Thief: take the oldest item. NULL when empty, DEQUE_ABORT on a lost race. */
+static inline void *deque_steal(struct deque *d) {
+  int64_t t = atomic_load_explicit(&d->top, memory_order_acquire);
+  /* seq_cst fence: pairs with the owner's in deque_take (see there). */
+  atomic_thread_fence(memory_order_seq_cst);
+  int64_t b = atomic_load_explicit(&d->bottom, memory_order_acquire);
+  if (t >= b)
+    return NULL;
+  /* acquire (Lê et al. use consume): we need the items the owner published
+   * in the array it installed, so this pairs with its release store. */
+  struct deque_array *a =
+      atomic_load_explicit(&d->array, memory_order_acquire);
+  void *item = atomic_load_explicit(&a->items[t & a->mask], memory_order_relaxed);
+  if (!atomic_compare_exchange_strong_explicit(
+          &d->top, &t, t + 1, memory_order_seq_cst, memory_order_relaxed))
+    return DEQUE_ABORT;
+  return item;
+}
+
+/* Approximate number of items; any thread. */
+static inline int64_t deque_size(struct deque *d) {
+  int64_t b = atomic_load_explicit(&d->bottom, memory_order_relaxed);
+  int64_t t = atomic_load_explicit(&d->top, memory_order_relaxed);
+  return b > t ? b - t : 0;
+}
+
+#endif

@@ -1,0 +1,968 @@
+/*
+ * core/sched.c — the portable scheduler: workers, work-first spawn, exit,
+ * park/ready, yield, idle stealing and sleeping, start and stop.
+ *
+ * Design (MassiveThreads' scheduler with PPL's idle workers):
+ *
+ *  - One worker per core, each a kernel thread owning a Chase–Lev deque of
+ *    runnable threads (deque.h) and a small locked FIFO ("ready queue") for
+ *    yields, pinned threads and threads handed over by non-worker kernel
+ *    threads. The kernel thread that starts the runtime becomes worker 0 and
+ *    its flow the "main" swarm thread; worker 0's scheduler loop runs on a
+ *    stack of its own, the other workers' on their kernel thread's stack.
+ *
+ *  - Work-first spawn. swarm_spawn switches straight from the parent to the
+ *    child's fresh stack; the "after" step of that switch (arch/context.h),
+ *    running on the child's stack once the parent is fully saved, pushes the
+ *    parent on the deque. When the child exits, the worker takes the parent
+ *    back from the bottom of the deque and switches to it: one switch each
+ *    way, no scheduler context in between. If a thief stole the parent, the
+ *    worker takes whatever else is local or goes to its scheduler loop.
+ *
+ *  - Every switch hands the resumed context the worker it now runs on (the
+ *    transfer value of swarm_arch_switch). Code after a switch uses that, or
+ *    worker_current(), never a worker pointer or TLS address from before the
+ *    switch: the thread may have been stolen in between.
+ *
+ *  - Finding work, in order: own deque (bottom) -> own ready queue -> random
+ *    victims' deques (top) and unpinned ready-queue entries -> spin a
+ *    bounded number of rounds -> sleep on the worker's futex.
+ *
+ *  - Sleeping and waking. A worker about to sleep sets its `sleeping` flag,
+ *    counts itself in idle_workers (both seq_cst), re-checks every deque and
+ *    queue, and only then waits on its futex. Pushes to a deque check
+ *    idle_workers with a relaxed load and wake one sleeper if it is not zero.
+ *    That load is not fenced against the push (a fence would cost ~20 cycles
+ *    on every spawn), so a push and a worker going to sleep can miss each
+ *    other; the worker then sleeps with a timeout that starts at 1 ms and
+ *    doubles to 256 ms while it stays idle. A missed wake costs at most that
+ *    much parallelism, never progress: the pushing worker runs its own
+ *    deque. Pushes to a ready queue are under the queue's lock, which orders
+ *    them against the sleeper's re-check, so those wakes are never missed.
+ *    Rejected: one global futex all idle workers wait on (wakes a herd); a
+ *    fenced check on every push (the cost above); no sleeping at all, as in
+ *    MassiveThreads (an idle program burns every core).
+ *
+ *  - Quiescence (swarm_finalize, and main calling swarm_exit) is detected by
+ *    idle workers from per-worker spawned/exited counters that only their
+ *    owner writes: read every exited count, then every spawned count; if
+ *    the sums match, every thread spawned before the second read has exited.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "arch/context.h"
+#include "core/core.h"
+#include "os/os.h"
+
+#ifdef SWARM_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+#define SPIN_ROUNDS 2000
+#define SLEEP_MIN_NS 1000000LL
+#define SLEEP_MAX_NS 256000000LL
+#define SCHED_STACK_SIZE ((size_t)256 * 1024)
+
+struct runtime swarm_rt = {.lifecycle_lock = PTHREAD_MUTEX_INITIALIZER};
+__thread struct worker *swarm_tls_worker
+    __attribute__((tls_model("initial-exec")));
+static __thread struct swarm_thread *tls_external;
+
+__attribute__((noinline, noipa)) struct worker *
+swarm_worker_current_slow(void) {
+  return swarm_tls_worker;
+}
+
+/* ---- counters ---- */
+
+static inline void counter_inc(_Atomic uint64_t *c) {
+  /* Owner-only: a load and a store, no locked instruction. Release so that
+   * a reader that sees the count also sees what happened before it. */
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                        memory_order_release);
+}
+
+/* ---- context switches with sanitizer annotations ---- */
+
+static inline void stack_bounds_of(struct worker *w, struct swarm_thread *t,
+                                   const void **lo, size_t *size) {
+  if (t) {
+    *lo = t->stack.lo;
+    *size = t->stack.size;
+  } else {
+    *lo = w->sched_stack.lo;
+    *size = w->sched_stack.size;
+  }
+}
+
+/* Switches from the running context (saving into *save_sp) to `next`, or to
+ * the worker's scheduler context when next is NULL. `dying` says the running
+ * context will never resume. Returns, in the resumed context, its worker. */
+static inline struct worker *switch_to(struct worker *w, void **save_sp,
+                                       struct swarm_thread *next,
+                                       void *(*after)(void *), bool dying) {
+  void *sp;
+  if (next) {
+    w->current = next;
+    w->stats.run++;
+    sp = next->sp;
+  } else {
+    w->current = NULL;
+    sp = w->sched_sp;
+  }
+#ifdef SWARM_ASAN
+  void *fake = NULL;
+  const void *lo;
+  size_t size;
+  stack_bounds_of(w, next, &lo, &size);
+  __sanitizer_start_switch_fiber(dying ? NULL : &fake, lo, size);
+#else
+  (void)dying;
+  (void)stack_bounds_of;
+#endif
+  w = swarm_arch_switch(save_sp, sp, after, w);
+#ifdef SWARM_ASAN
+  __sanitizer_finish_switch_fiber(fake, NULL, NULL);
+#endif
+  return w;
+}
+
+/* ---- ready queues ---- */
+
+static inline void queue_lock(struct ready_queue *q) {
+  for (;;) {
+    if (!atomic_exchange_explicit(&q->lock, 1, memory_order_acquire))
+      return;
+    while (atomic_load_explicit(&q->lock, memory_order_relaxed))
+      os_cpu_relax();
+  }
+}
+
+static inline void queue_unlock(struct ready_queue *q) {
+  atomic_store_explicit(&q->lock, 0, memory_order_release);
+}
+
+static inline uint32_t queue_count(struct ready_queue *q) {
+  return __atomic_load_n(&q->count, __ATOMIC_RELAXED);
+}
+
+void ready_queue_push(struct ready_queue *q, struct swarm_thread *t) {
+  t->next = NULL;
+  queue_lock(q);
+  if (q->tail)
+    q->tail->next = t;
+  else
+    q->head = t;
+  q->tail = t;
+  __atomic_store_n(&q->count, q->count + 1, __ATOMIC_RELAXED);
+  queue_unlock(q);
+}
+
+struct swarm_thread *ready_queue_pop(struct ready_queue *q,
+                                     bool unpinned_only) {
+  if (queue_count(q) == 0)
+    return NULL;
+  queue_lock(q);
+  struct swarm_thread *prev = NULL, *t = q->head;
+  while (t && unpinned_only && t->pinned_worker >= 0) {
+    prev = t;
+    t = t->next;
+  }
+  if (t) {
+    if (prev)
+      prev->next = t->next;
+    else
+      q->head = t->next;
+    if (q->tail == t)
+      q->tail = prev;
+    t->next = NULL;
+    __atomic_store_n(&q->count, q->count - 1, __ATOMIC_RELAXED);
+  }
+  queue_unlock(q);
+  return t;
+}
+
+/* ---- waking idle workers ---- */
+
+/* Wakes w if it sleeps. Returns true if it did. */
+static bool worker_wake_if_sleeping(struct worker *w) {
+  uint32_t one = 1;
+  if (atomic_load_explicit(&w->sleeping, memory_order_relaxed) == 0 ||
+      !atomic_compare_exchange_strong_explicit(&w->sleeping, &one, 0,
+                                               memory_order_acq_rel,
+                                               memory_order_relaxed))
+    return false;
+  atomic_fetch_sub_explicit(&swarm_rt.idle_workers, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&w->sleep_word, 1, memory_order_release);
+  os_futex_wake(&w->sleep_word, 1);
+  return true;
+}
+
+void worker_wake(struct worker *w) { worker_wake_if_sleeping(w); }
+
+/* Wakes one sleeping worker other than `self` (may be NULL), if any. */
+static void wake_one(struct worker *self) {
+  int n = swarm_rt.nworkers;
+  int start = self ? self->id + 1 : 0;
+  for (int i = 0; i < n; i++) {
+    struct worker *v = &swarm_rt.workers[(start + i) % n];
+    if (v != self && worker_wake_if_sleeping(v))
+      return;
+  }
+}
+
+static inline void wake_if_idle(struct worker *w) {
+  if (unlikely(atomic_load_explicit(&swarm_rt.idle_workers,
+                                    memory_order_relaxed) > 0))
+    wake_one(w);
+}
+
+/* Makes t runnable from worker w: its deque, or a ready queue for a pinned
+ * thread (only its worker may run it, and deques are open to thieves). */
+static void make_runnable_slow(struct worker *w, struct swarm_thread *t) {
+  if (unlikely(t->kind == THREAD_EXTERNAL)) {
+    /* A kernel thread blocked in external_park: wake its futex. */
+    atomic_store_explicit(&t->wake_word, 1, memory_order_release);
+    os_futex_wake(&t->wake_word, 1);
+    return;
+  }
+  if (t->pinned_worker >= 0) {
+    struct worker *target = &swarm_rt.workers[t->pinned_worker];
+    ready_queue_push(&target->queue, t);
+    if (target != w)
+      worker_wake_if_sleeping(target);
+    return;
+  }
+  if (unlikely(!deque_push(&w->deque, t))) {
+    /* No memory to grow the deque: the ready queue needs none. */
+    ready_queue_push(&w->queue, t);
+  }
+  wake_if_idle(w);
+}
+
+static inline void make_runnable(struct worker *w, struct swarm_thread *t) {
+  if (likely(t->kind != THREAD_EXTERNAL && t->pinned_worker < 0 &&
+             deque_push(&w->deque, t))) {
+    wake_if_idle(w);
+    return;
+  }
+  make_runnable_slow(w, t);
+}
+
+/* Runnable work on this worker, without stealing. */
+static inline struct swarm_thread *local_next(struct worker *w) {
+  struct swarm_thread *t = deque_take(&w->deque);
+  if (likely(t) || likely(queue_count(&w->queue) == 0))
+    return t;
+  return ready_queue_pop(&w->queue, false);
+}
+
+/* ---- "after" steps, run on the new stack (arch/context.h) ---- */
+
+static void *after_push_parent(void *arg) {
+  struct worker *w = arg;
+  make_runnable(w, w->handoff);
+  return w;
+}
+
+static void *after_park(void *arg) {
+  struct worker *w = arg;
+  if (!w->park_commit(w->handoff, w->park_arg))
+    make_runnable(w, w->handoff);
+  return w;
+}
+
+static void *after_release_stack(void *arg) {
+  struct worker *w = arg;
+  stack_release(w, w->dead_stack);
+  return w;
+}
+
+/* ---- thread start and exit ---- */
+
+_Noreturn static void thread_finish(struct swarm_thread *t, void *result);
+
+static void thread_entry(void *transfer) {
+#ifdef SWARM_ASAN
+  __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
+#endif
+  struct worker *w = transfer;
+  struct swarm_thread *t = w->current;
+  thread_finish(t, t->fn(t->arg));
+}
+
+static bool all_threads_exited(void) {
+  /* Exited first, then spawned: see the file comment. */
+  uint64_t exited = 0, spawned = 0;
+  for (int i = 0; i < swarm_rt.nworkers; i++)
+    exited += atomic_load_explicit(&swarm_rt.workers[i].stat_exited_pub,
+                                   memory_order_acquire);
+  for (int i = 0; i < swarm_rt.nworkers; i++)
+    spawned += atomic_load_explicit(&swarm_rt.workers[i].stat_spawned_pub,
+                                    memory_order_acquire);
+  spawned +=
+      atomic_load_explicit(&swarm_rt.external_spawned, memory_order_acquire);
+  return spawned == exited;
+}
+
+_Noreturn static void thread_finish(struct swarm_thread *t, void *result) {
+  struct worker *w = worker_current();
+  t->result = result;
+  uint8_t kind = t->kind;
+  struct stack_ref dead = t->stack;
+  if (kind == THREAD_MAIN)
+    atomic_store_explicit(&swarm_rt.main_exited, true, memory_order_release);
+  /* Publish the exit; after this fetch_or the descriptor may be released by
+   * a joiner at any moment, so it is not touched again unless WAITER says a
+   * joiner is parked (and cannot release it before we ready it). */
+  uint64_t old =
+      atomic_fetch_or_explicit(&t->control, CTL_EXITED, memory_order_acq_rel);
+  if (old & CTL_WAITER)
+    make_runnable(w, t->joiner);
+  else if (old & CTL_DETACHED)
+    desc_release(w, t);
+  if (kind == THREAD_USER)
+    counter_inc(&w->stat_exited_pub);
+  struct swarm_thread *next = local_next(w);
+  if (kind == THREAD_USER) {
+    w->dead_stack = dead;
+    switch_to(w, &w->scratch_sp, next, after_release_stack, true);
+  } else {
+    switch_to(w, &w->scratch_sp, next, NULL, true);
+  }
+  __builtin_unreachable();
+}
+
+_Noreturn void swarm_exit(void *result) {
+  struct worker *w = worker_current();
+  if (!w || !w->current) {
+    static const char msg[] =
+        "swarm: swarm_exit called from a kernel thread that is not a swarm "
+        "thread\n";
+    os_write_stderr(msg, sizeof msg - 1);
+    abort();
+  }
+  thread_finish(w->current, result);
+}
+
+/* ---- spawn ---- */
+
+static void thread_init(struct swarm_thread *t, void *(*fn)(void *),
+                        void *arg, bool detached) {
+  t->fn = fn;
+  t->arg = arg;
+  t->result = NULL;
+  t->joiner = NULL;
+  t->next = NULL;
+  t->kind = THREAD_USER;
+  t->pinned_worker = -1;
+  for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
+    t->slots[i] = NULL;
+  if (detached)
+    atomic_fetch_or_explicit(&t->control, CTL_DETACHED, memory_order_relaxed);
+}
+
+/* Spawn from a kernel thread that is not a worker: hand the new thread to a
+ * worker through its ready queue. */
+static int spawn_external(swarm_thread_t *out, size_t size, bool detached,
+                          void *(*fn)(void *), void *arg) {
+  struct swarm_thread *t = desc_alloc(NULL);
+  if (!t)
+    return EAGAIN;
+  if (stack_alloc(NULL, size, &t->stack) != 0) {
+    desc_release(NULL, t);
+    return EAGAIN;
+  }
+  thread_init(t, fn, arg, detached);
+  if (out)
+    *out = desc_handle(t);
+  t->sp = swarm_arch_prepare(t->stack.lo + t->stack.size, thread_entry);
+  atomic_fetch_add_explicit(&swarm_rt.external_spawned, 1,
+                            memory_order_acq_rel);
+  uint32_t k = atomic_fetch_add_explicit(&swarm_rt.external_rr, 1,
+                                         memory_order_relaxed);
+  struct worker *target = &swarm_rt.workers[k % (uint32_t)swarm_rt.nworkers];
+  ready_queue_push(&target->queue, t);
+  if (!worker_wake_if_sleeping(target))
+    wake_one(target);
+  return 0;
+}
+
+/* Work-first spawn on worker w: run the child now; the parent is pushed on
+ * the deque by the after step, once it is fully saved. The child's first
+ * transfer value is w (thread_entry). */
+static inline __attribute__((always_inline)) int spawn_here(struct worker *w, swarm_thread_t *out,
+                             size_t size, bool detached, void *(*fn)(void *),
+                             void *arg) {
+  struct swarm_thread *t = desc_alloc(w);
+  if (unlikely(!t))
+    return EAGAIN;
+  if (unlikely(stack_alloc(w, size, &t->stack) != 0)) {
+    desc_release(w, t);
+    return EAGAIN;
+  }
+  thread_init(t, fn, arg, detached);
+  if (out)
+    *out = desc_handle(t);
+  counter_inc(&w->stat_spawned_pub);
+  struct swarm_thread *parent = w->current;
+  w->handoff = parent;
+  void *sp = swarm_arch_prepare(t->stack.lo + t->stack.size, thread_entry);
+  w->current = t;
+  w->stats.run++;
+#ifdef SWARM_ASAN
+  void *fake = NULL;
+  __sanitizer_start_switch_fiber(&fake, t->stack.lo, t->stack.size);
+#endif
+  swarm_arch_switch(&parent->sp, sp, after_push_parent, w);
+#ifdef SWARM_ASAN
+  __sanitizer_finish_switch_fiber(fake, NULL, NULL);
+#endif
+  return 0;
+}
+
+/* Everything but the common case: attributes, bad arguments, a caller that
+ * is not a worker, a runtime not started yet. */
+static __attribute__((noinline)) int
+spawn_general(swarm_thread_t *out, const swarm_attr_t *attr,
+              void *(*fn)(void *), void *arg) {
+  size_t size = 0;
+  bool detached = false;
+  if (attr) {
+    if (attr->magic_ != SWARM_ATTR_MAGIC)
+      return EINVAL;
+    size = attr->stack_size_;
+    detached = attr->detached_ != 0;
+  }
+  if (!fn || (!out && !detached))
+    return EINVAL;
+  struct worker *w = worker_current();
+  if (!w) {
+    int r = runtime_ensure_started();
+    if (r)
+      return r;
+    w = worker_current();
+  }
+  if (size == 0)
+    size = swarm_rt.default_stack;
+  else
+    size = (size + os_page_size() - 1) & ~(os_page_size() - 1);
+  if (!w)
+    return spawn_external(out, size, detached, fn, arg);
+  return spawn_here(w, out, size, detached, fn, arg);
+}
+
+int swarm_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
+                void *(*fn)(void *), void *arg) {
+  struct worker *w = worker_current();
+  if (unlikely(attr || !fn || !out || !w))
+    return spawn_general(out, attr, fn, arg);
+  return spawn_here(w, out, swarm_rt.default_stack, false, fn, arg);
+}
+
+/* ---- park / ready ---- */
+
+struct swarm_thread *swarm_current_thread(void) {
+  struct worker *w = worker_current();
+  if (w)
+    return w->current;
+  if (tls_external)
+    return tls_external;
+  struct swarm_thread *t = desc_alloc(NULL);
+  if (!t)
+    return NULL;
+  t->kind = THREAD_EXTERNAL;
+  t->pinned_worker = -1;
+  t->fn = NULL;
+  t->next = NULL;
+  t->stack.lo = NULL;
+  t->stack.size = 0;
+  atomic_store(&t->wake_word, 0);
+  for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
+    t->slots[i] = NULL;
+  /* Not joinable: it is a kernel thread, joined with pthread_join. */
+  atomic_fetch_or(&t->control, CTL_DETACHED);
+  tls_external = t;
+  return t;
+}
+
+static void external_park(swarm_commit_fn commit, void *arg) {
+  struct swarm_thread *self = swarm_current_thread();
+  if (!self) {
+    /* Cannot get a descriptor: wait by polling the commit's outcome is not
+     * possible either; fail loudly rather than corrupt a wait list. */
+    static const char msg[] = "swarm: out of memory for a kernel thread's "
+                              "descriptor while blocking\n";
+    os_write_stderr(msg, sizeof msg - 1);
+    abort();
+  }
+  atomic_store_explicit(&self->wake_word, 0, memory_order_relaxed);
+  if (!commit(self, arg))
+    return;
+  while (atomic_load_explicit(&self->wake_word, memory_order_acquire) == 0)
+    os_futex_wait(&self->wake_word, 0, -1);
+}
+
+void swarm_park(swarm_commit_fn commit, void *arg) {
+  struct worker *w = worker_current();
+  if (!w) {
+    external_park(commit, arg);
+    return;
+  }
+  struct swarm_thread *self = w->current;
+  w->park_commit = commit;
+  w->park_arg = arg;
+  w->handoff = self;
+  w->stats.parks++;
+  switch_to(w, &self->sp, local_next(w), after_park, false);
+}
+
+void swarm_ready(struct swarm_thread *t) {
+  struct worker *w = worker_current();
+  if (w || t->kind == THREAD_EXTERNAL) {
+    make_runnable(w, t);
+    return;
+  }
+  int idx = t->pinned_worker;
+  if (idx < 0)
+    idx = (int)(atomic_fetch_add_explicit(&swarm_rt.external_rr, 1,
+                                          memory_order_relaxed) %
+                (uint32_t)swarm_rt.nworkers);
+  struct worker *target = &swarm_rt.workers[idx];
+  ready_queue_push(&target->queue, t);
+  if (!worker_wake_if_sleeping(target) && t->pinned_worker < 0)
+    wake_one(target);
+}
+
+static bool commit_requeue(struct swarm_thread *self, void *arg) {
+  (void)arg;
+  struct worker *w = worker_current();
+  if (self->pinned_worker >= 0)
+    w = &swarm_rt.workers[self->pinned_worker];
+  ready_queue_push(&w->queue, self);
+  if (w != worker_current())
+    worker_wake_if_sleeping(w);
+  return true;
+}
+
+void swarm_yield(void) {
+  struct worker *w = worker_current();
+  if (!w) {
+    sched_yield();
+    return;
+  }
+  /* Nothing else runnable here: yielding would only come straight back. */
+  if (deque_size(&w->deque) == 0 && queue_count(&w->queue) == 0)
+    return;
+  swarm_park(commit_requeue, NULL);
+}
+
+/* ---- the scheduler loop ---- */
+
+static struct swarm_thread *steal_round(struct worker *w) {
+  int n = swarm_rt.nworkers;
+  if (n < 2)
+    return NULL;
+  for (int attempt = 0; attempt < n - 1; attempt++) {
+    /* xorshift64: a random victim other than ourselves */
+    uint64_t x = w->rng;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    w->rng = x;
+    int v = (int)(x % (uint64_t)(n - 1));
+    if (v >= w->id)
+      v++;
+    struct worker *victim = &swarm_rt.workers[v];
+    w->stats.steals_tried++;
+    void *item = deque_steal(&victim->deque);
+    if (item == DEQUE_ABORT)
+      item = deque_steal(&victim->deque);
+    if (item && item != DEQUE_ABORT) {
+      w->stats.steals_ok++;
+      return item;
+    }
+    struct swarm_thread *t = ready_queue_pop(&victim->queue, true);
+    if (t) {
+      w->stats.steals_ok++;
+      return t;
+    }
+  }
+  return NULL;
+}
+
+static bool work_visible(void) {
+  for (int i = 0; i < swarm_rt.nworkers; i++) {
+    struct worker *v = &swarm_rt.workers[i];
+    if (deque_size(&v->deque) > 0 || queue_count(&v->queue) > 0)
+      return true;
+  }
+  return false;
+}
+
+static void check_quiescence(struct worker *w) {
+  struct swarm_thread *waiter =
+      atomic_load_explicit(&swarm_rt.finalize_waiter, memory_order_acquire);
+  bool main_gone =
+      atomic_load_explicit(&swarm_rt.main_exited, memory_order_acquire);
+  if (!waiter && !main_gone)
+    return;
+  if (!all_threads_exited())
+    return;
+  if (waiter) {
+    if (atomic_compare_exchange_strong(&swarm_rt.finalize_waiter, &waiter,
+                                       NULL))
+      make_runnable(w, waiter);
+    return;
+  }
+  /* main called swarm_exit and every other thread is done: end the process
+   * as pthread_exit in main does. */
+  exit(0);
+}
+
+static void worker_sleep(struct worker *w, int64_t timeout_ns) {
+  uint32_t seq = atomic_load_explicit(&w->sleep_word, memory_order_acquire);
+  atomic_store_explicit(&w->sleeping, 1, memory_order_seq_cst);
+  atomic_fetch_add_explicit(&swarm_rt.idle_workers, 1, memory_order_seq_cst);
+  /* Re-check after announcing ourselves: a waker that pushed before it saw
+   * us sleeping must have left its work where we look now. */
+  if (!work_visible() &&
+      atomic_load_explicit(&swarm_rt.state, memory_order_acquire) ==
+          RT_RUNNING &&
+      !atomic_load_explicit(&swarm_rt.finalize_waiter, memory_order_acquire)) {
+    w->stats.sleeps++;
+    os_futex_wait(&w->sleep_word, seq, timeout_ns);
+  }
+  uint32_t one = 1;
+  if (atomic_compare_exchange_strong_explicit(&w->sleeping, &one, 0,
+                                              memory_order_acq_rel,
+                                              memory_order_relaxed))
+    atomic_fetch_sub_explicit(&swarm_rt.idle_workers, 1, memory_order_relaxed);
+}
+
+static void sched_loop(struct worker *w) {
+  unsigned spins = 0;
+  int64_t backoff = SLEEP_MIN_NS;
+  for (;;) {
+    struct swarm_thread *t = local_next(w);
+    if (!t)
+      t = steal_round(w);
+    if (t) {
+      spins = 0;
+      backoff = SLEEP_MIN_NS;
+      w = switch_to(w, &w->sched_sp, t, NULL, false);
+      continue;
+    }
+    if (atomic_load_explicit(&swarm_rt.state, memory_order_acquire) ==
+        RT_STOPPING)
+      return;
+    check_quiescence(w);
+    if (++spins < SPIN_ROUNDS) {
+      os_cpu_relax();
+      continue;
+    }
+    worker_sleep(w, backoff);
+    if (backoff < SLEEP_MAX_NS)
+      backoff *= 2;
+    spins = SPIN_ROUNDS - 8; /* a few rounds, then back to sleep */
+  }
+}
+
+/* Worker 0's scheduler runs on its own stack, entered like a thread. */
+static void sched_entry(void *transfer) {
+#ifdef SWARM_ASAN
+  __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
+#endif
+  sched_loop(transfer);
+  static const char msg[] = "swarm: worker 0's scheduler returned\n";
+  os_write_stderr(msg, sizeof msg - 1);
+  abort();
+}
+
+static void *worker_main(void *arg) {
+  struct worker *w = arg;
+  swarm_tls_worker = w;
+  if (swarm_rt.bind)
+    os_bind_self(swarm_rt.cpus[w->id % swarm_rt.ncpus]);
+  w->altstack = os_altstack_install();
+  void *lo;
+  size_t size;
+  os_thread_stack_bounds(&lo, &size);
+  w->sched_stack.lo = lo;
+  w->sched_stack.size = size;
+  sched_loop(w);
+  os_altstack_release(w->altstack);
+  w->altstack = NULL;
+  swarm_tls_worker = NULL;
+  return NULL;
+}
+
+/* ---- stack overflow recognition (called from the signal handler) ---- */
+
+static size_t append(char *buf, size_t n, size_t cap, const char *s) {
+  while (*s && n < cap)
+    buf[n++] = *s++;
+  return n;
+}
+
+size_t sched_describe_fault(void *addr, char *buf, size_t cap) {
+  struct worker *w = worker_current();
+  if (!w)
+    return 0;
+  char *a = addr;
+  size_t guard = swarm_rt.guard_size;
+  struct swarm_thread *t = w->current;
+  char num[32];
+  size_t n = 0;
+  if (t && t->kind == THREAD_USER && a >= t->stack.lo - guard &&
+      a < t->stack.lo) {
+    n = append(buf, n, cap, "swarm: stack overflow in thread ");
+    num[os_format_hex(num, desc_handle(t))] = 0;
+    n = append(buf, n, cap, num);
+    n = append(buf, n, cap, " (start routine ");
+    num[os_format_hex(num, (uint64_t)(uintptr_t)t->fn)] = 0;
+    n = append(buf, n, cap, num);
+    n = append(buf, n, cap, ", stack size ");
+    num[os_format_u64(num, t->stack.size)] = 0;
+    n = append(buf, n, cap, num);
+    n = append(buf, n, cap, " bytes, guard page hit at ");
+    num[os_format_hex(num, (uint64_t)(uintptr_t)addr)] = 0;
+    n = append(buf, n, cap, num);
+    n = append(buf, n, cap,
+               ").\nswarm: give it a larger stack with "
+               "swarm_attr_setstacksize(), or raise the default with "
+               "SWARM_STACK_SIZE (e.g. SWARM_STACK_SIZE=1M).\n");
+    return n;
+  }
+  if (!t && w->id == 0 && w->sched_stack.lo &&
+      a >= w->sched_stack.lo - guard && a < w->sched_stack.lo) {
+    n = append(buf, n, cap,
+               "swarm: stack overflow in worker 0's scheduler stack\n");
+    return n;
+  }
+  return 0;
+}
+
+/* ---- start and stop ---- */
+
+static void stats_at_exit(void) {
+  if (atomic_load(&swarm_rt.state) == RT_RUNNING && swarm_rt.print_stats)
+    swarm_stats_print();
+}
+
+static void workers_release(int nstarted) {
+  for (int i = 0; i < nstarted; i++) {
+    struct worker *w = &swarm_rt.workers[i];
+    stack_cache_flush(w);
+    desc_cache_flush(w);
+    deque_destroy(&w->deque);
+  }
+  free(swarm_rt.workers);
+  swarm_rt.workers = NULL;
+  stack_pool_shutdown();
+}
+
+int swarm_init(const swarm_config_t *config) {
+  int nworkers;
+  size_t stack;
+  bool bind, stats;
+  int r = config_resolve(config, &nworkers, &stack, &bind, &stats);
+  if (r)
+    return r;
+  pthread_mutex_lock(&swarm_rt.lifecycle_lock);
+  if (atomic_load(&swarm_rt.state) != RT_OFF) {
+    pthread_mutex_unlock(&swarm_rt.lifecycle_lock);
+    return EBUSY;
+  }
+  atomic_store(&swarm_rt.state, RT_STARTING);
+  swarm_rt.nworkers = nworkers;
+  swarm_rt.default_stack = stack;
+  swarm_rt.bind = bind;
+  swarm_rt.print_stats = stats;
+  swarm_rt.guard_size = os_page_size();
+  swarm_rt.ncpus = os_cpus_allowed(swarm_rt.cpus, SWARM_MAX_WORKERS);
+  if (swarm_rt.ncpus > SWARM_MAX_WORKERS)
+    swarm_rt.ncpus = SWARM_MAX_WORKERS;
+  atomic_store(&swarm_rt.idle_workers, 0);
+  atomic_store(&swarm_rt.external_spawned, 0);
+  atomic_store(&swarm_rt.finalize_waiter, NULL);
+  atomic_store(&swarm_rt.main_exited, false);
+
+  size_t bytes = sizeof(struct worker) * (size_t)nworkers;
+  swarm_rt.workers = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+  if (!swarm_rt.workers)
+    goto fail_nomem;
+  memset(swarm_rt.workers, 0, bytes);
+  for (int i = 0; i < nworkers; i++) {
+    struct worker *w = &swarm_rt.workers[i];
+    w->id = i;
+    w->rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1) ^ (uint64_t)getpid();
+    if (!w->rng)
+      w->rng = 1;
+    if (deque_init(&w->deque, 256) != 0) {
+      for (int j = 0; j < i; j++)
+        deque_destroy(&swarm_rt.workers[j].deque);
+      free(swarm_rt.workers);
+      swarm_rt.workers = NULL;
+      goto fail_nomem;
+    }
+  }
+  os_overflow_handler_install(sched_describe_fault);
+
+  /* Worker 0: this kernel thread; its flow becomes the main swarm thread. */
+  struct worker *w0 = &swarm_rt.workers[0];
+  struct swarm_thread *main_t = desc_alloc(NULL);
+  if (!main_t || stack_alloc(w0, SCHED_STACK_SIZE, &w0->sched_stack) != 0) {
+    if (main_t)
+      desc_release(NULL, main_t);
+    workers_release(nworkers);
+    goto fail_nomem;
+  }
+  main_t->kind = THREAD_MAIN;
+  main_t->pinned_worker = -1;
+  main_t->fn = NULL;
+  main_t->next = NULL;
+  main_t->joiner = NULL;
+  for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
+    main_t->slots[i] = NULL;
+  void *lo;
+  size_t size;
+  os_thread_stack_bounds(&lo, &size);
+  main_t->stack.lo = lo;
+  main_t->stack.size = size;
+  swarm_rt.main_thread = main_t;
+  swarm_rt.init_kthread = pthread_self();
+  w0->kthread = pthread_self();
+  w0->current = main_t;
+  w0->altstack = os_altstack_install();
+  w0->sched_sp = swarm_arch_prepare(w0->sched_stack.lo + w0->sched_stack.size,
+                                    sched_entry);
+  swarm_tls_worker = w0;
+  if (bind)
+    os_bind_self(swarm_rt.cpus[0]);
+  atomic_store(&swarm_rt.state, RT_RUNNING);
+
+  for (int i = 1; i < nworkers; i++) {
+    struct worker *w = &swarm_rt.workers[i];
+    if (os_thread_start(&w->kthread, worker_main, w) != 0) {
+      /* Stop the ones that started, undo everything, report EAGAIN. */
+      atomic_store(&swarm_rt.state, RT_STOPPING);
+      for (int j = 1; j < i; j++) {
+        worker_wake_if_sleeping(&swarm_rt.workers[j]);
+        pthread_join(swarm_rt.workers[j].kthread, NULL);
+      }
+      swarm_tls_worker = NULL;
+      os_altstack_release(w0->altstack);
+      stack_release(NULL, w0->sched_stack);
+      desc_release(NULL, main_t);
+      swarm_rt.main_thread = NULL;
+      workers_release(nworkers);
+      atomic_store(&swarm_rt.state, RT_OFF);
+      pthread_mutex_unlock(&swarm_rt.lifecycle_lock);
+      return EAGAIN;
+    }
+  }
+  static bool atexit_done;
+  if (!atexit_done) {
+    atexit_done = true;
+    atexit(stats_at_exit);
+  }
+  pthread_mutex_unlock(&swarm_rt.lifecycle_lock);
+  return 0;
+
+fail_nomem:
+  atomic_store(&swarm_rt.state, RT_OFF);
+  pthread_mutex_unlock(&swarm_rt.lifecycle_lock);
+  return EAGAIN;
+}
+
+int runtime_ensure_started(void) {
+  if (likely(atomic_load_explicit(&swarm_rt.state, memory_order_acquire) ==
+             RT_RUNNING))
+    return 0;
+  int r = swarm_init(NULL);
+  if (r != EBUSY)
+    return r;
+  /* Another kernel thread is starting it: wait until it is up. */
+  int s;
+  while ((s = atomic_load_explicit(&swarm_rt.state, memory_order_acquire)) ==
+         RT_STARTING)
+    sched_yield();
+  return s == RT_RUNNING ? 0 : EAGAIN;
+}
+
+static bool commit_finalize_wait(struct swarm_thread *self, void *arg) {
+  (void)arg;
+  atomic_store_explicit(&swarm_rt.finalize_waiter, self, memory_order_release);
+  return true;
+}
+
+int swarm_finalize(void) {
+  if (atomic_load(&swarm_rt.state) != RT_RUNNING)
+    return ESRCH;
+  struct worker *w = worker_current();
+  if (!w || w->current != swarm_rt.main_thread)
+    return EPERM;
+  struct swarm_thread *self = swarm_rt.main_thread;
+  /* Come back to worker 0, the kernel thread that called swarm_init, and
+   * stay there: after this we are that kernel thread again. */
+  self->pinned_worker = 0;
+  if (w->id != 0)
+    swarm_park(commit_requeue, NULL);
+  /* Wait until every other thread has exited (an idle worker readies us). */
+  swarm_park(commit_finalize_wait, NULL);
+  w = worker_current();
+  pthread_mutex_lock(&swarm_rt.lifecycle_lock);
+  atomic_store(&swarm_rt.state, RT_STOPPING);
+  for (int i = 1; i < swarm_rt.nworkers; i++) {
+    struct worker *v = &swarm_rt.workers[i];
+    worker_wake_if_sleeping(v);
+    atomic_fetch_add(&v->sleep_word, 1);
+    os_futex_wake(&v->sleep_word, 1);
+  }
+  for (int i = 1; i < swarm_rt.nworkers; i++)
+    pthread_join(swarm_rt.workers[i].kthread, NULL);
+  swarm_tls_worker = NULL;
+  os_altstack_release(w->altstack);
+  w->altstack = NULL;
+  stack_release(NULL, w->sched_stack);
+  self->pinned_worker = -1;
+  atomic_fetch_or(&self->control, CTL_EXITED);
+  desc_release(NULL, self);
+  swarm_rt.main_thread = NULL;
+  workers_release(swarm_rt.nworkers);
+  swarm_rt.nworkers = 0;
+  atomic_store(&swarm_rt.state, RT_OFF);
+  pthread_mutex_unlock(&swarm_rt.lifecycle_lock);
+  return 0;
+}
+
+/* ---- small queries ---- */
+
+int swarm_is_running(void) {
+  return atomic_load(&swarm_rt.state) == RT_RUNNING;
+}
+
+swarm_thread_t swarm_self(void) {
+  struct worker *w = worker_current();
+  if (!w && runtime_ensure_started() == 0)
+    w = worker_current();
+  struct swarm_thread *t = w ? w->current : swarm_current_thread();
+  return t ? desc_handle(t) : SWARM_THREAD_NONE;
+}
+
+int swarm_worker_id(void) {
+  struct worker *w = worker_current();
+  return w ? w->id : -1;
+}
+
+int swarm_num_workers(void) {
+  if (runtime_ensure_started() != 0)
+    return 1;
+  return swarm_rt.nworkers;
+}

@@ -1,0 +1,185 @@
+/*
+ * core/stack.c — thread stacks: mmap'd with a guard region below, cached.
+ *
+ * Page faults on fresh stacks were the scaling killer the MassiveThreads
+ * paper measured, so a stack is reused while its pages are still mapped:
+ *  - each worker keeps a LIFO cache of free default-size stacks (owner-only,
+ *    no atomics; the most recently used, cache-hot stack comes back first);
+ *  - a stack returns to the cache when its thread exits, not when the thread
+ *    is joined (the exiting context frees it in the "after" step of its last
+ *    switch, once nothing runs on it);
+ *  - a cache above STACK_CACHE_MAX spills half to a global pool; an empty
+ *    cache refills a batch from the pool, or maps a batch of STACK_BATCH
+ *    stacks with one mmap;
+ *  - the global pool keeps at most STACK_POOL_MAX stacks and unmaps the rest,
+ *    so a burst of threads does not pin its memory for ever.
+ * Stacks of other sizes (swarm_attr_setstacksize) are mapped and unmapped one
+ * at a time.
+ *
+ * The free-list link of a cached stack is kept in its own top bytes.
+ */
+#include <errno.h>
+#include <pthread.h>
+
+#include "core/core.h"
+#include "os/os.h"
+
+#ifdef SWARM_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+#define STACK_BATCH 16
+#define STACK_POOL_MAX 4096
+
+static struct {
+  pthread_mutex_t lock;
+  void *head;
+  uint32_t count;
+  size_t size; /* the default size the pooled stacks have */
+} stack_pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void stack_unmap(char *lo, size_t size) {
+  os_unmap(lo - swarm_rt.guard_size, size + swarm_rt.guard_size);
+}
+
+static int stack_map_one(size_t size, struct stack_ref *out) {
+  char *base = os_map_stacks(size, swarm_rt.guard_size, 1);
+  if (!base)
+    return EAGAIN;
+  out->lo = base + swarm_rt.guard_size;
+  out->size = size;
+  return 0;
+}
+
+/* Fills w's empty cache: from the pool, else a new batch. */
+static int stack_refill(struct worker *w, size_t size) {
+  pthread_mutex_lock(&stack_pool.lock);
+  if (stack_pool.size != size) {
+    /* Pool holds stacks of an earlier default (runtime restarted with
+     * another size): drop them. */
+    while (stack_pool.head) {
+      char *lo = stack_pool.head;
+      stack_pool.head = *stack_link(lo, stack_pool.size);
+      stack_unmap(lo, stack_pool.size);
+    }
+    stack_pool.count = 0;
+    stack_pool.size = size;
+  }
+  uint32_t n = 0;
+  while (n < STACK_BATCH && stack_pool.head) {
+    char *lo = stack_pool.head;
+    stack_pool.head = *stack_link(lo, size);
+    stack_pool.count--;
+    *stack_link(lo, size) = w->stacks.head;
+    w->stacks.head = lo;
+    n++;
+  }
+  pthread_mutex_unlock(&stack_pool.lock);
+  if (n > 0) {
+    w->stacks.count += n;
+    return 0;
+  }
+  size_t guard = swarm_rt.guard_size;
+  char *base = os_map_stacks(size, guard, STACK_BATCH);
+  if (!base)
+    return EAGAIN;
+  for (int i = 0; i < STACK_BATCH; i++) {
+    char *lo = base + (size_t)i * (size + guard) + guard;
+    *stack_link(lo, size) = w->stacks.head;
+    w->stacks.head = lo;
+  }
+  w->stacks.count += STACK_BATCH;
+  w->stats.stacks_mapped += STACK_BATCH;
+  return 0;
+}
+
+int stack_alloc_slow(struct worker *w, size_t size, struct stack_ref *out) {
+  if (w && size == swarm_rt.default_stack) {
+    if (stack_refill(w, size) != 0)
+      return EAGAIN;
+    return stack_alloc(w, size, out);
+  }
+  if (size == swarm_rt.default_stack) {
+    /* No worker cache (a kernel thread that is not a worker): the pool. */
+    pthread_mutex_lock(&stack_pool.lock);
+    char *lo = stack_pool.size == size ? stack_pool.head : NULL;
+    if (lo) {
+      stack_pool.head = *stack_link(lo, size);
+      stack_pool.count--;
+    }
+    pthread_mutex_unlock(&stack_pool.lock);
+    if (lo) {
+      out->lo = lo;
+      out->size = size;
+      return 0;
+    }
+  }
+  return stack_map_one(size, out);
+}
+
+static void pool_put_list(void *head, uint32_t n, size_t size) {
+  pthread_mutex_lock(&stack_pool.lock);
+  if (stack_pool.size != size && stack_pool.count == 0)
+    stack_pool.size = size;
+  while (head) {
+    char *lo = head;
+    head = *stack_link(lo, size);
+    if (stack_pool.size == size && stack_pool.count < STACK_POOL_MAX) {
+      *stack_link(lo, size) = stack_pool.head;
+      stack_pool.head = lo;
+      stack_pool.count++;
+    } else {
+      stack_unmap(lo, size);
+    }
+  }
+  pthread_mutex_unlock(&stack_pool.lock);
+  (void)n;
+}
+
+#ifdef SWARM_ASAN
+void stack_unpoison(struct stack_ref s) {
+  /* Frames left by switching away were never unwound: clear their poison so
+   * the next thread on this stack starts clean. */
+  __asan_unpoison_memory_region(s.lo, s.size);
+}
+#endif
+
+void stack_release_slow(struct worker *w, struct stack_ref s) {
+  if (w && s.size == swarm_rt.default_stack) {
+    /* Cache full: keep s, spill the older half (colder) to the pool. */
+    *stack_link(s.lo, s.size) = w->stacks.head;
+    w->stacks.head = s.lo;
+    char *keep = s.lo;
+    for (int i = 1; i < STACK_CACHE_MAX / 2; i++)
+      keep = *stack_link(keep, s.size);
+    void *spill = *stack_link(keep, s.size);
+    *stack_link(keep, s.size) = NULL;
+    uint32_t n = w->stacks.count + 1 - STACK_CACHE_MAX / 2;
+    w->stacks.count = STACK_CACHE_MAX / 2;
+    pool_put_list(spill, n, s.size);
+    return;
+  }
+  if (s.size == swarm_rt.default_stack) {
+    *stack_link(s.lo, s.size) = NULL;
+    pool_put_list(s.lo, 1, s.size);
+    return;
+  }
+  stack_unmap(s.lo, s.size);
+}
+
+void stack_cache_flush(struct worker *w) {
+  pool_put_list(w->stacks.head, w->stacks.count, swarm_rt.default_stack);
+  w->stacks.head = NULL;
+  w->stacks.count = 0;
+}
+
+void stack_pool_shutdown(void) {
+  pthread_mutex_lock(&stack_pool.lock);
+  while (stack_pool.head) {
+    char *lo = stack_pool.head;
+    stack_pool.head = *stack_link(lo, stack_pool.size);
+    stack_unmap(lo, stack_pool.size);
+  }
+  stack_pool.count = 0;
+  pthread_mutex_unlock(&stack_pool.lock);
+}

@@ -1,0 +1,294 @@
+/*
+ * core/thread.c — thread descriptors, handles, join/detach and attributes.
+ *
+ * Handles. A swarm_thread_t is (generation << 32 | table index). Descriptors
+ * live in a table of chunks that are never unmapped, so any handle can be
+ * looked up without touching freed memory; the generation in the handle must
+ * match the one in the descriptor's control word, and releasing a descriptor
+ * bumps it. That is how a joined (or detached-and-exited) handle answers
+ * ESRCH even after its descriptor is reused. Index 0 is never used, so a
+ * zero handle names no thread.
+ *
+ * The control word packs the generation with the state flags (EXITED,
+ * DETACHED, CLAIMED, WAITER), so every transition is one atomic operation
+ * that also checks the generation — a join racing a detached thread's exit
+ * cannot mark some newer thread that reused the descriptor.
+ *
+ * Join, the race won here. The joiner claims (CAS: +CLAIMED) and, if the
+ * target has not exited, parks; its park commit, run once the joiner is off
+ * its stack, sets WAITER with fetch_or. The exiting thread sets EXITED with
+ * fetch_or. Whichever of the two fetch_ors comes second sees the other's flag:
+ * the exiter seeing WAITER readies the joiner; the commit seeing EXITED
+ * abandons the park. Exactly one of them resumes the joiner, and never
+ * before it is off its stack.
+ *
+ * Descriptor memory: per-worker LIFO caches (owner-only, no atomics), spilled
+ * to and refilled from a global list under a mutex in batches.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "core/core.h"
+
+#define DESC_BATCH 64
+
+_Atomic(struct swarm_thread *) swarm_desc_chunks[DESC_MAX_CHUNKS];
+_Atomic uint32_t swarm_desc_next_index = 1;
+
+static struct {
+  pthread_mutex_t lock;
+  struct swarm_thread *free;
+  uint32_t nfree;
+} desc_table = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static struct swarm_thread *desc_fresh_locked(void) {
+  uint32_t idx = atomic_load_explicit(&swarm_desc_next_index, memory_order_relaxed);
+  uint32_t c = idx >> DESC_CHUNK_SHIFT;
+  if (c >= DESC_MAX_CHUNKS)
+    return NULL;
+  struct swarm_thread *chunk =
+      atomic_load_explicit(&swarm_desc_chunks[c], memory_order_relaxed);
+  if (!chunk) {
+    chunk = mmap(NULL, DESC_CHUNK * sizeof(struct swarm_thread),
+                 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (chunk == MAP_FAILED)
+      return NULL;
+    /* release: desc_lookup's acquire load sees initialised memory. */
+    atomic_store_explicit(&swarm_desc_chunks[c], chunk, memory_order_release);
+  }
+  struct swarm_thread *t = &chunk[idx & (DESC_CHUNK - 1)];
+  t->index = idx;
+  atomic_init(&t->control, (uint64_t)1 << 32);
+  atomic_store_explicit(&swarm_desc_next_index, idx + 1, memory_order_release);
+  return t;
+}
+
+/* Takes up to `want` descriptors from the global list (or fresh ones) and
+ * returns them as a list; *got says how many. */
+static struct swarm_thread *desc_take_global(uint32_t want, uint32_t *got) {
+  struct swarm_thread *list = NULL;
+  uint32_t n = 0;
+  pthread_mutex_lock(&desc_table.lock);
+  while (n < want && desc_table.free) {
+    struct swarm_thread *t = desc_table.free;
+    desc_table.free = t->next;
+    desc_table.nfree--;
+    t->next = list;
+    list = t;
+    n++;
+  }
+  while (n < want) {
+    struct swarm_thread *t = desc_fresh_locked();
+    if (!t)
+      break;
+    t->next = list;
+    list = t;
+    n++;
+  }
+  pthread_mutex_unlock(&desc_table.lock);
+  *got = n;
+  return list;
+}
+
+static void desc_give_global(struct swarm_thread *list, uint32_t n) {
+  if (!list)
+    return;
+  struct swarm_thread *last = list;
+  while (last->next)
+    last = last->next;
+  pthread_mutex_lock(&desc_table.lock);
+  last->next = desc_table.free;
+  desc_table.free = list;
+  desc_table.nfree += n;
+  pthread_mutex_unlock(&desc_table.lock);
+}
+
+struct swarm_thread *desc_alloc_slow(struct worker *w) {
+  uint32_t got;
+  if (!w)
+    return desc_take_global(1, &got);
+  struct swarm_thread *t = desc_take_global(DESC_BATCH, &got);
+  if (!t)
+    return NULL;
+  w->descs.head = t->next;
+  w->descs.count = got - 1;
+  return t;
+}
+
+/* t already has its new generation. */
+void desc_release_slow(struct worker *w, struct swarm_thread *t) {
+  if (!w) {
+    t->next = NULL;
+    desc_give_global(t, 1);
+    return;
+  }
+  /* Cache full: keep t, spill the older half to the global list so other
+   * workers can use them. */
+  t->next = w->descs.head;
+  w->descs.head = t;
+  struct swarm_thread *keep = t;
+  for (uint32_t i = 1; i < DESC_CACHE_MAX / 2; i++)
+    keep = keep->next;
+  struct swarm_thread *spill = keep->next;
+  keep->next = NULL;
+  uint32_t n = w->descs.count + 1 - DESC_CACHE_MAX / 2;
+  w->descs.count = DESC_CACHE_MAX / 2;
+  desc_give_global(spill, n);
+}
+
+void desc_cache_flush(struct worker *w) {
+  desc_give_global(w->descs.head, w->descs.count);
+  w->descs.head = NULL;
+  w->descs.count = 0;
+}
+
+/* ---- join / detach ---- */
+
+static bool join_commit(struct swarm_thread *self, void *arg) {
+  (void)self;
+  struct swarm_thread *t = arg;
+  /* acq_rel: publishes t->joiner (written before the park) to the exiting
+   * thread, and if it already exited, acquires its result. */
+  uint64_t old =
+      atomic_fetch_or_explicit(&t->control, CTL_WAITER, memory_order_acq_rel);
+  return !(old & CTL_EXITED); /* exited already: do not park after all */
+}
+
+static __attribute__((noinline)) int join_general(swarm_thread_t h,
+                                                  void **result) {
+  struct swarm_thread *t = desc_lookup(h);
+  if (!t)
+    return ESRCH;
+  uint32_t gen = (uint32_t)(h >> 32);
+  struct worker *w = worker_current();
+  uint64_t c = atomic_load_explicit(&t->control, memory_order_acquire);
+  if (CTL_GEN(c) != gen)
+    return ESRCH;
+  struct swarm_thread *self = w ? w->current : swarm_current_thread();
+  if (t == self)
+    return EDEADLK;
+  for (;;) {
+    if (CTL_GEN(c) != gen)
+      return ESRCH;
+    if (c & (CTL_DETACHED | CTL_CLAIMED))
+      return EINVAL;
+    /* acq_rel: if it has exited, acquire its result. */
+    if (atomic_compare_exchange_weak_explicit(&t->control, &c, c | CTL_CLAIMED,
+                                              memory_order_acq_rel,
+                                              memory_order_acquire))
+      break;
+  }
+  if (c & CTL_EXITED) { /* fast path: it is done, nothing to wait for */
+    if (result)
+      *result = t->result;
+    desc_release(w, t);
+    return 0;
+  }
+  if (!self)
+    self = swarm_current_thread();
+  if (!self) {
+    /* No descriptor for this kernel thread: undo the claim. */
+    atomic_fetch_and_explicit(&t->control, ~CTL_CLAIMED, memory_order_relaxed);
+    return EAGAIN;
+  }
+  t->joiner = self;
+  swarm_park(join_commit, t);
+  /* Resumed: the exiter set EXITED (acq_rel) before readying us. */
+  atomic_thread_fence(memory_order_acquire);
+  if (result)
+    *result = t->result;
+  desc_release(worker_current(), t);
+  return 0;
+}
+
+int swarm_detach(swarm_thread_t h) {
+  struct swarm_thread *t = desc_lookup(h);
+  if (!t)
+    return ESRCH;
+  uint32_t gen = (uint32_t)(h >> 32);
+  uint64_t c = atomic_load_explicit(&t->control, memory_order_acquire);
+  for (;;) {
+    if (CTL_GEN(c) != gen)
+      return ESRCH;
+    if (c & (CTL_DETACHED | CTL_CLAIMED))
+      return EINVAL;
+    if (atomic_compare_exchange_weak_explicit(&t->control, &c,
+                                              c | CTL_DETACHED,
+                                              memory_order_acq_rel,
+                                              memory_order_acquire))
+      break;
+  }
+  if (c & CTL_EXITED) /* it exited before it was detached: release now */
+    desc_release(worker_current(), t);
+  return 0;
+}
+
+int swarm_join(swarm_thread_t h, void **result) {
+  /* Fast path: the thread has exited, nobody else claimed or detached it. */
+  struct swarm_thread *t = desc_lookup(h);
+  if (likely(t)) {
+    uint64_t c = atomic_load_explicit(&t->control, memory_order_acquire);
+    uint64_t done = (h & ~(uint64_t)CTL_FLAGS) | CTL_EXITED;
+    if (likely(c == done) &&
+        likely(atomic_compare_exchange_strong_explicit(
+            &t->control, &c, c | CTL_CLAIMED, memory_order_acq_rel,
+            memory_order_acquire))) {
+      if (result)
+        *result = t->result;
+      desc_release(worker_current(), t);
+      return 0;
+    }
+  }
+  return join_general(h, result);
+}
+
+/* ---- attributes ---- */
+
+int swarm_attr_init(swarm_attr_t *attr) {
+  if (!attr)
+    return EINVAL;
+  memset(attr, 0, sizeof *attr);
+  attr->magic_ = SWARM_ATTR_MAGIC;
+  return 0;
+}
+
+int swarm_attr_destroy(swarm_attr_t *attr) {
+  if (!attr || attr->magic_ != SWARM_ATTR_MAGIC)
+    return EINVAL;
+  attr->magic_ = 0;
+  return 0;
+}
+
+int swarm_attr_setstacksize(swarm_attr_t *attr, size_t size) {
+  if (!attr || attr->magic_ != SWARM_ATTR_MAGIC || size < SWARM_STACK_MIN ||
+      size > SWARM_MAX_STACK)
+    return EINVAL;
+  attr->stack_size_ = size;
+  return 0;
+}
+
+int swarm_attr_getstacksize(const swarm_attr_t *attr, size_t *size) {
+  if (!attr || attr->magic_ != SWARM_ATTR_MAGIC || !size)
+    return EINVAL;
+  *size = attr->stack_size_ ? attr->stack_size_ : swarm_rt.default_stack;
+  if (!*size)
+    *size = SWARM_DEFAULT_STACK;
+  return 0;
+}
+
+int swarm_attr_setdetachstate(swarm_attr_t *attr, int state) {
+  if (!attr || attr->magic_ != SWARM_ATTR_MAGIC ||
+      (state != SWARM_CREATE_JOINABLE && state != SWARM_CREATE_DETACHED))
+    return EINVAL;
+  attr->detached_ = (uint32_t)state;
+  return 0;
+}
+
+int swarm_attr_getdetachstate(const swarm_attr_t *attr, int *state) {
+  if (!attr || attr->magic_ != SWARM_ATTR_MAGIC || !state)
+    return EINVAL;
+  *state = (int)attr->detached_;
+  return 0;
+}

@@ -1,0 +1,265 @@
+/*
+ * os/os.c — Linux implementation of os/os.h: futex(2), sched_getaffinity,
+ * mmap stacks with guard pages, sigaltstack and the SIGSEGV/SIGBUS handler.
+ *
+ * Guard pages: Linux >= 6.13 has MADV_GUARD_INSTALL, which marks pages as
+ * faulting in the page tables without splitting the mapping. With mprotect
+ * every guard page costs a VMA, and vm.max_map_count (65,530 by default)
+ * would cap a process at ~32,000 guarded stacks; with guard markers a batch
+ * of stacks stays one VMA, so millions of guarded stacks fit. We probe once
+ * and fall back to mprotect on older kernels.
+ */
+#include "os/os.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+
+void os_futex_wait(_Atomic uint32_t *word, uint32_t expected,
+                   int64_t timeout_ns) {
+  struct timespec ts, *tsp = NULL;
+  if (timeout_ns >= 0) {
+    ts.tv_sec = timeout_ns / 1000000000;
+    ts.tv_nsec = timeout_ns % 1000000000;
+    tsp = &ts;
+  }
+  syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, tsp, NULL,
+          0);
+}
+
+void os_futex_wake(_Atomic uint32_t *word, int count) {
+  syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, count, NULL, NULL,
+          0);
+}
+
+uint64_t os_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int os_cpus_allowed(int *cpus, int max) {
+  cpu_set_t set;
+  int n = 0;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) {
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    for (int i = 0; i < c && i < max; i++)
+      cpus[n++] = i;
+    return n > 0 ? n : 1;
+  }
+  for (int i = 0; i < CPU_SETSIZE; i++)
+    if (CPU_ISSET(i, &set)) {
+      if (n < max)
+        cpus[n] = i;
+      n++;
+    }
+  return n > 0 ? n : 1;
+}
+
+int os_bind_self(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+size_t os_page_size(void) {
+  static size_t page;
+  if (!page)
+    page = (size_t)sysconf(_SC_PAGESIZE);
+  return page;
+}
+
+/* 0 = not probed, 1 = madvise guard markers, 2 = mprotect */
+static _Atomic int guard_mode;
+
+static int guard_install(void *addr, size_t len) {
+  int mode = atomic_load_explicit(&guard_mode, memory_order_relaxed);
+  if (mode != 2) {
+    if (madvise(addr, len, MADV_GUARD_INSTALL) == 0) {
+      atomic_store_explicit(&guard_mode, 1, memory_order_relaxed);
+      return 0;
+    }
+    if (errno != EINVAL && errno != ENOSYS)
+      return -1;
+    atomic_store_explicit(&guard_mode, 2, memory_order_relaxed);
+  }
+  return mprotect(addr, len, PROT_NONE);
+}
+
+const char *os_guard_kind(void) {
+  return atomic_load(&guard_mode) == 2 ? "mprotect" : "madv-guard";
+}
+
+void *os_map_stacks(size_t size, size_t guard, int count) {
+  size_t each = size + guard, total = each * (size_t)count;
+  char *base = mmap(NULL, total, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
+                    -1, 0);
+  if (base == MAP_FAILED)
+    return NULL;
+  for (int i = 0; i < count; i++) {
+    if (guard_install(base + (size_t)i * each, guard) != 0) {
+      int e = errno;
+      munmap(base, total);
+      errno = e;
+      return NULL;
+    }
+  }
+  return base;
+}
+
+void os_unmap(void *addr, size_t len) { munmap(addr, len); }
+
+void os_discard(void *addr, size_t len) { madvise(addr, len, MADV_DONTNEED); }
+
+int os_thread_start(pthread_t *kt, void *(*fn)(void *), void *arg) {
+  /* Block all signals in the new kernel thread while it starts, so that
+   * process-directed signals keep going to the program's own threads. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int r = pthread_create(kt, NULL, fn, arg);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return r;
+}
+
+#define ALTSTACK_SIZE (64 * 1024)
+
+void *os_altstack_install(void) {
+  stack_t cur;
+  if (sigaltstack(NULL, &cur) == 0 && !(cur.ss_flags & SS_DISABLE))
+    return NULL; /* the program set one already: keep it */
+  void *mem = mmap(NULL, ALTSTACK_SIZE, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED)
+    return NULL;
+  stack_t ss = {.ss_sp = mem, .ss_size = ALTSTACK_SIZE, .ss_flags = 0};
+  if (sigaltstack(&ss, NULL) != 0) {
+    munmap(mem, ALTSTACK_SIZE);
+    return NULL;
+  }
+  return mem;
+}
+
+void os_altstack_release(void *mem) {
+  if (!mem)
+    return;
+  stack_t ss = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
+  sigaltstack(&ss, NULL);
+  munmap(mem, ALTSTACK_SIZE);
+}
+
+void os_thread_stack_bounds(void **lo, size_t *size) {
+  pthread_attr_t a;
+  *lo = NULL;
+  *size = 0;
+  if (pthread_getattr_np(pthread_self(), &a) == 0) {
+    pthread_attr_getstack(&a, lo, size);
+    pthread_attr_destroy(&a);
+  }
+}
+
+/* ---- overflow handler ---- */
+
+static _Atomic(os_guard_describe_fn) guard_describe;
+static struct sigaction previous_segv, previous_bus;
+static pthread_once_t handler_once = PTHREAD_ONCE_INIT;
+
+static void chain_previous(int sig, siginfo_t *info, void *uctx) {
+  struct sigaction *prev = sig == SIGSEGV ? &previous_segv : &previous_bus;
+  if ((prev->sa_flags & SA_SIGINFO) && prev->sa_sigaction) {
+    prev->sa_sigaction(sig, info, uctx);
+    return;
+  }
+  if (prev->sa_handler != SIG_DFL && prev->sa_handler != SIG_IGN &&
+      prev->sa_handler != NULL) {
+    prev->sa_handler(sig);
+    return;
+  }
+  /* Default action: restore it and return; the faulting instruction runs
+   * again and the kernel ends the process with this signal. */
+  signal(sig, SIG_DFL);
+}
+
+static void overflow_handler(int sig, siginfo_t *info, void *uctx) {
+  int saved_errno = errno;
+  os_guard_describe_fn fn = atomic_load(&guard_describe);
+  char msg[512];
+  size_t n = fn ? fn(info->si_addr, msg, sizeof msg) : 0;
+  if (n > 0) {
+    os_write_stderr(msg, n);
+    signal(SIGSEGV, SIG_DFL);
+    signal(SIGBUS, SIG_DFL);
+    errno = saved_errno;
+    return; /* re-faults with the default action: the process ends */
+  }
+  chain_previous(sig, info, uctx);
+  errno = saved_errno;
+}
+
+static void install_once(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = overflow_handler;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, &previous_segv);
+  sigaction(SIGBUS, &sa, &previous_bus);
+}
+
+void os_overflow_handler_install(os_guard_describe_fn fn) {
+  atomic_store(&guard_describe, fn);
+  pthread_once(&handler_once, install_once);
+}
+
+void os_write_stderr(const char *s, size_t len) {
+  while (len > 0) {
+    ssize_t w = write(2, s, len);
+    if (w < 0) {
+      if (errno == EINTR)
+        continue;
+      return;
+    }
+    s += w;
+    len -= (size_t)w;
+  }
+}
+
+size_t os_format_u64(char *buf, uint64_t v) {
+  char tmp[24];
+  size_t n = 0;
+  do {
+    tmp[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  for (size_t i = 0; i < n; i++)
+    buf[i] = tmp[n - 1 - i];
+  return n;
+}
+
+size_t os_format_hex(char *buf, uint64_t v) {
+  static const char digits[] = "0123456789abcdef";
+  char tmp[16];
+  size_t n = 0;
+  do {
+    tmp[n++] = digits[v & 15];
+    v >>= 4;
+  } while (v);
+  buf[0] = '0';
+  buf[1] = 'x';
+  for (size_t i = 0; i < n; i++)
+    buf[2 + i] = tmp[n - 1 - i];
+  return n + 2;
+}

@@ -1,0 +1,86 @@
+/*
+ * os/os.h — the operating-system half of the machine-dependent layer (PPL's
+ * "VP layer"): kernel threads, futexes, CPU affinity, memory for stacks with
+ * guard pages, the stack-overflow signal handler, clocks. core calls these
+ * and nothing else of the OS; a port to another OS replaces os.c.
+ *
+ * Nothing here knows what a swarm thread is. The overflow handler asks core,
+ * through a callback, whether a faulting address is a guard page it owns.
+ */
+#ifndef SWARM_OS_H
+#define SWARM_OS_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- futex: 32-bit wait/wake ---- */
+/* Sleeps while *word == expected, at most timeout_ns (< 0: no limit).
+ * Returns early on a wake, a signal, or when *word != expected. */
+void os_futex_wait(_Atomic uint32_t *word, uint32_t expected,
+                   int64_t timeout_ns);
+void os_futex_wake(_Atomic uint32_t *word, int count);
+
+/* ---- clocks ---- */
+uint64_t os_now_ns(void); /* CLOCK_MONOTONIC */
+
+/* ---- CPUs ---- */
+/* Number of CPUs in the process's affinity mask (at least 1); fills cpus[]
+ * (up to max entries) with their ids in ascending order. */
+int os_cpus_allowed(int *cpus, int max);
+/* Pins the calling kernel thread to one CPU. Returns 0 or an errno. */
+int os_bind_self(int cpu);
+
+/* ---- memory ---- */
+size_t os_page_size(void);
+/* Maps `count` stacks of `size` usable bytes, each preceded (below) by a
+ * guard of `guard` bytes that faults on access. Returns the lowest address of
+ * the region (the first guard), or NULL with errno set. Stack i's usable
+ * memory starts at base + i*(guard+size) + guard. */
+void *os_map_stacks(size_t size, size_t guard, int count);
+void os_unmap(void *addr, size_t len);
+/* "madv-guard" (lightweight guard markers: no VMA per stack) or "mprotect". */
+const char *os_guard_kind(void);
+/* Tells the kernel the pages of [addr, addr+len) may be dropped. */
+void os_discard(void *addr, size_t len);
+
+/* ---- kernel threads ---- */
+int os_thread_start(pthread_t *kt, void *(*fn)(void *), void *arg);
+/* Gives the calling kernel thread an alternate signal stack if it has none,
+ * so the overflow handler can run after its stack is exhausted. Returns the
+ * memory to release with os_altstack_release (NULL if none was installed). */
+void *os_altstack_install(void);
+void os_altstack_release(void *mem);
+/* Bounds of the calling kernel thread's own stack. */
+void os_thread_stack_bounds(void **lo, size_t *size);
+
+/* ---- stack overflow ---- */
+/* Called from the SIGSEGV/SIGBUS handler with the faulting address. If it is
+ * a guard page, writes a complete message into buf (at most cap bytes) and
+ * returns its length; returns 0 otherwise. Must be async-signal-safe. */
+typedef size_t (*os_guard_describe_fn)(void *addr, char *buf, size_t cap);
+/* Installs the handler once per process (later calls only replace `fn`).
+ * Faults that are not guard hits go to the handler that was there before,
+ * or get the default action. */
+void os_overflow_handler_install(os_guard_describe_fn fn);
+
+/* ---- messages ---- */
+/* Writes a whole string to stderr with write(2): async-signal-safe. */
+void os_write_stderr(const char *s, size_t len);
+/* Formats v in decimal into buf (no NUL); returns the length. Signal-safe. */
+size_t os_format_u64(char *buf, uint64_t v);
+size_t os_format_hex(char *buf, uint64_t v);
+
+static inline void os_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield" ::: "memory");
+#else
+  __asm__ volatile("" ::: "memory");
+#endif
+}
+
+#endif
