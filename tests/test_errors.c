@@ -1,0 +1,89 @@
+/* Every documented error code of the native API. */
+#include <errno.h>
+#include <pthread.h>
+#include <swarm.h>
+
+#include "check.h"
+
+static void *ret_arg(void *a) { return a; }
+
+static swarm_thread_t self_handle;
+static void *join_self(void *a) {
+  (void)a;
+  self_handle = swarm_self();
+  return (void *)(long)swarm_join(self_handle, NULL);
+}
+
+static void *yield_forever_until(void *flag) {
+  while (!*(volatile int *)flag)
+    swarm_yield();
+  return NULL;
+}
+
+int main(void) {
+  swarm_attr_t attr, bad;
+  memset(&bad, 0x5a, sizeof bad);
+  swarm_thread_t t;
+
+  /* attributes */
+  CHECK_EQ(swarm_attr_init(NULL), EINVAL);
+  CHECK_EQ(swarm_attr_init(&attr), 0);
+  CHECK_EQ(swarm_attr_setstacksize(&attr, SWARM_STACK_MIN - 1), EINVAL);
+  CHECK_EQ(swarm_attr_setstacksize(&attr, (size_t)2 << 30), EINVAL);
+  CHECK_EQ(swarm_attr_setstacksize(&bad, 1 << 20), EINVAL);
+  CHECK_EQ(swarm_attr_setdetachstate(&attr, 7), EINVAL);
+  CHECK_EQ(swarm_attr_getdetachstate(&bad, &(int){0}), EINVAL);
+  CHECK_EQ(swarm_attr_destroy(&bad), EINVAL);
+  CHECK_EQ(swarm_attr_setstacksize(&attr, SWARM_STACK_MIN), 0);
+  size_t sz = 0;
+  CHECK_EQ(swarm_attr_getstacksize(&attr, &sz), 0);
+  CHECK_EQ(sz, SWARM_STACK_MIN);
+
+  /* spawn: bad attr, NULL fn, NULL handle for a joinable thread */
+  CHECK_EQ(swarm_spawn(&t, &bad, ret_arg, NULL), EINVAL);
+  CHECK_EQ(swarm_spawn(&t, NULL, NULL, NULL), EINVAL);
+  CHECK_EQ(swarm_spawn(NULL, NULL, ret_arg, NULL), EINVAL);
+  CHECK_EQ(swarm_attr_destroy(&attr), 0);
+  CHECK_EQ(swarm_spawn(&t, &attr, ret_arg, NULL), EINVAL); /* destroyed */
+
+  /* bad input above did not start the runtime; init once, then EBUSY */
+  CHECK_EQ(swarm_is_running(), 0);
+  CHECK_EQ(swarm_init(NULL), 0);
+  CHECK_EQ(swarm_init(NULL), EBUSY);
+  swarm_config_t cfg = {.workers = -1};
+  CHECK_EQ(swarm_init(&cfg), EINVAL);
+
+  /* join: unknown, already joined, self, detached, twice concurrently */
+  CHECK_EQ(swarm_join(SWARM_THREAD_NONE, NULL), ESRCH);
+  CHECK_EQ(swarm_join((swarm_thread_t)0x7fffffff00001234ull, NULL), ESRCH);
+  CHECK_EQ(swarm_join((swarm_thread_t)0xffffffffffffffffull, NULL), ESRCH);
+  CHECK_EQ(swarm_spawn(&t, NULL, ret_arg, (void *)42), 0);
+  void *r = NULL;
+  CHECK_EQ(swarm_join(t, &r), 0);
+  CHECK_EQ((long)r, 42);
+  CHECK_EQ(swarm_join(t, NULL), ESRCH);
+  CHECK_EQ(swarm_detach(t), ESRCH);
+  /* the descriptor is reused by the next thread; the old handle stays dead */
+  swarm_thread_t t2;
+  CHECK_EQ(swarm_spawn(&t2, NULL, ret_arg, (void *)7), 0);
+  CHECK(t2 != t);
+  CHECK_EQ(swarm_join(t, NULL), ESRCH);
+  CHECK_EQ(swarm_join(t2, &r), 0);
+  CHECK_EQ((long)r, 7);
+
+  CHECK_EQ(swarm_join(swarm_self(), NULL), EDEADLK);
+  CHECK_EQ(swarm_spawn(&t, NULL, join_self, NULL), 0);
+  CHECK_EQ(swarm_join(t, &r), 0);
+  CHECK_EQ((long)r, EDEADLK);
+
+  int flag = 0;
+  CHECK_EQ(swarm_spawn(&t, NULL, yield_forever_until, &flag), 0);
+  CHECK_EQ(swarm_detach(t), 0);
+  CHECK_EQ(swarm_detach(t), EINVAL);
+  CHECK_EQ(swarm_join(t, NULL), EINVAL);
+  flag = 1;
+
+  printf("all error codes as documented\n");
+  TEST_PASS("errors");
+  return 0;
+}
