@@ -47,8 +47,12 @@ void deque_destroy(struct deque *d);
 /* Owner only. Returns false when memory to grow cannot be had. */
 bool deque_grow_and_push(struct deque *d, void *item);
 
-/* Owner: push an item at the bottom. */
-static inline bool deque_push(struct deque *d, void *item) {
+/* deque_push results: 0 means no memory to grow. */
+enum { DEQUE_PUSHED = 1, DEQUE_PUSHED_INTO_EMPTY = 2 };
+
+/* Owner: push an item at the bottom. Says whether the deque looked empty
+ * before (the scheduler wakes sleepers differently then). */
+static inline int deque_push(struct deque *d, void *item) {
   int64_t b = atomic_load_explicit(&d->bottom, memory_order_relaxed);
   /* acquire: pairs with the thieves' CAS on top, so a slot they emptied is
    * really free before we overwrite it. */
@@ -56,12 +60,12 @@ static inline bool deque_push(struct deque *d, void *item) {
   struct deque_array *a =
       atomic_load_explicit(&d->array, memory_order_relaxed);
   if (__builtin_expect(b - t > a->mask, 0))
-    return deque_grow_and_push(d, item);
+    return deque_grow_and_push(d, item) ? DEQUE_PUSHED : 0;
   atomic_store_explicit(&a->items[b & a->mask], item, memory_order_relaxed);
   /* release: a thief that sees the new bottom also sees the item. */
   atomic_thread_fence(memory_order_release);
   atomic_store_explicit(&d->bottom, b + 1, memory_order_relaxed);
-  return true;
+  return b == t ? DEQUE_PUSHED_INTO_EMPTY : DEQUE_PUSHED;
 }
 
 /* Owner: take the most recently pushed item, or NULL when empty. */

@@ -28,20 +28,30 @@
  *    victims' deques (top) and unpinned ready-queue entries -> spin a
  *    bounded number of rounds -> sleep on the worker's futex.
  *
- *  - Sleeping and waking. A worker about to sleep sets its `sleeping` flag,
- *    counts itself in idle_workers (both seq_cst), re-checks every deque and
- *    queue, and only then waits on its futex. Pushes to a deque check
- *    idle_workers with a relaxed load and wake one sleeper if it is not zero.
- *    That load is not fenced against the push (a fence would cost ~20 cycles
- *    on every spawn), so a push and a worker going to sleep can miss each
- *    other; the worker then sleeps with a timeout that starts at 1 ms and
- *    doubles to 256 ms while it stays idle. A missed wake costs at most that
- *    much parallelism, never progress: the pushing worker runs its own
- *    deque. Pushes to a ready queue are under the queue's lock, which orders
- *    them against the sleeper's re-check, so those wakes are never missed.
+ *  - Sleeping and waking, the store-buffer race won here. A worker about to
+ *    sleep sets its `sleeping` flag, counts itself in idle_workers, issues a
+ *    seq_cst fence, re-checks every deque and queue, and only then waits on
+ *    its futex. A pusher publishes its item, then reads idle_workers. Each
+ *    side stores then loads, so without a fence on both sides each could
+ *    miss the other's store (x86 does reorder a store with a later load)
+ *    and the work would wait for the sleeper's timeout. Rules:
+ *      - a push into a deque that looked empty, and every ready-queue push,
+ *        is followed by a seq_cst fence before the idle check: the sleeper
+ *        either sees the item or the pusher sees the sleeper;
+ *      - a push into a non-empty deque checks without the fence (it would
+ *        cost ~8% of a spawn, measured on fib): whoever went to sleep after
+ *        the deque became non-empty saw it non-empty in its re-check, and
+ *        whoever slept before was woken by the push that made it non-empty;
+ *      - a thief that leaves items behind in its victim wakes another idle
+ *        worker, so one wake fans out to as many as there is work for.
+ *    One window stays: the owner's view of `top` may be stale, so a push
+ *    can look non-empty just after thieves emptied the deque. A sleeper
+ *    racing that push sleeps until its timeout, which starts at 1 ms and
+ *    doubles to 256 ms while it stays idle. That costs parallelism, never
+ *    progress: the owner runs its own deque.
  *    Rejected: one global futex all idle workers wait on (wakes a herd); a
- *    fenced check on every push (the cost above); no sleeping at all, as in
- *    MassiveThreads (an idle program burns every core).
+ *    fence on every push (the 8%); no sleeping, as in MassiveThreads (an
+ *    idle program burns every core).
  *
  *  - Quiescence (swarm_finalize, and main calling swarm_exit) is detected by
  *    idle workers from per-worker spawned/exited counters that only their
@@ -189,7 +199,8 @@ struct swarm_thread *ready_queue_pop(struct ready_queue *q,
 
 /* ---- waking idle workers ---- */
 
-/* Wakes w if it sleeps. Returns true if it did. */
+/* Wakes w if it sleeps. Returns true if it did. Callers that just published
+ * work issue a seq_cst fence first (see the file comment). */
 static bool worker_wake_if_sleeping(struct worker *w) {
   uint32_t one = 1;
   if (atomic_load_explicit(&w->sleeping, memory_order_relaxed) == 0 ||
@@ -203,7 +214,25 @@ static bool worker_wake_if_sleeping(struct worker *w) {
   return true;
 }
 
-void worker_wake(struct worker *w) { worker_wake_if_sleeping(w); }
+void worker_wake(struct worker *w) {
+  atomic_thread_fence(memory_order_seq_cst);
+  worker_wake_if_sleeping(w);
+}
+
+static void wake_one(struct worker *self);
+
+/* Hands t to `target` through its ready queue and wakes it, or, when it is
+ * awake and t may run anywhere, some idle worker that can steal t. */
+static void queue_push_and_wake(struct worker *target, struct swarm_thread *t,
+                                struct worker *self) {
+  ready_queue_push(&target->queue, t);
+  atomic_thread_fence(memory_order_seq_cst);
+  if (target != self && worker_wake_if_sleeping(target))
+    return;
+  if (t->pinned_worker < 0 &&
+      atomic_load_explicit(&swarm_rt.idle_workers, memory_order_relaxed) > 0)
+    wake_one(target);
+}
 
 /* Wakes one sleeping worker other than `self` (may be NULL), if any. */
 static void wake_one(struct worker *self) {
@@ -232,22 +261,26 @@ static void make_runnable_slow(struct worker *w, struct swarm_thread *t) {
     return;
   }
   if (t->pinned_worker >= 0) {
-    struct worker *target = &swarm_rt.workers[t->pinned_worker];
-    ready_queue_push(&target->queue, t);
-    if (target != w)
-      worker_wake_if_sleeping(target);
+    queue_push_and_wake(&swarm_rt.workers[t->pinned_worker], t, w);
     return;
   }
-  if (unlikely(!deque_push(&w->deque, t))) {
+  int pushed = deque_push(&w->deque, t);
+  if (!pushed) {
     /* No memory to grow the deque: the ready queue needs none. */
-    ready_queue_push(&w->queue, t);
+    queue_push_and_wake(w, t, w);
+    return;
   }
+  if (pushed == DEQUE_PUSHED_INTO_EMPTY)
+    atomic_thread_fence(memory_order_seq_cst);
   wake_if_idle(w);
 }
 
 static inline void make_runnable(struct worker *w, struct swarm_thread *t) {
+  int pushed;
   if (likely(t->kind != THREAD_EXTERNAL && t->pinned_worker < 0 &&
-             deque_push(&w->deque, t))) {
+             (pushed = deque_push(&w->deque, t)))) {
+    if (unlikely(pushed == DEQUE_PUSHED_INTO_EMPTY))
+      atomic_thread_fence(memory_order_seq_cst); /* see the file comment */
     wake_if_idle(w);
     return;
   }
@@ -386,10 +419,8 @@ static int spawn_external(swarm_thread_t *out, size_t size, bool detached,
                             memory_order_acq_rel);
   uint32_t k = atomic_fetch_add_explicit(&swarm_rt.external_rr, 1,
                                          memory_order_relaxed);
-  struct worker *target = &swarm_rt.workers[k % (uint32_t)swarm_rt.nworkers];
-  ready_queue_push(&target->queue, t);
-  if (!worker_wake_if_sleeping(target))
-    wake_one(target);
+  queue_push_and_wake(&swarm_rt.workers[k % (uint32_t)swarm_rt.nworkers], t,
+                      NULL);
   return 0;
 }
 
@@ -533,20 +564,18 @@ void swarm_ready(struct swarm_thread *t) {
     idx = (int)(atomic_fetch_add_explicit(&swarm_rt.external_rr, 1,
                                           memory_order_relaxed) %
                 (uint32_t)swarm_rt.nworkers);
-  struct worker *target = &swarm_rt.workers[idx];
-  ready_queue_push(&target->queue, t);
-  if (!worker_wake_if_sleeping(target) && t->pinned_worker < 0)
-    wake_one(target);
+  queue_push_and_wake(&swarm_rt.workers[idx], t, NULL);
 }
 
 static bool commit_requeue(struct swarm_thread *self, void *arg) {
   (void)arg;
-  struct worker *w = worker_current();
+  struct worker *w = worker_current(), *target = w;
   if (self->pinned_worker >= 0)
-    w = &swarm_rt.workers[self->pinned_worker];
-  ready_queue_push(&w->queue, self);
-  if (w != worker_current())
-    worker_wake_if_sleeping(w);
+    target = &swarm_rt.workers[self->pinned_worker];
+  if (target == w)
+    ready_queue_push(&w->queue, self); /* we run it ourselves: no wake */
+  else
+    queue_push_and_wake(target, self, w);
   return true;
 }
 
@@ -585,6 +614,9 @@ static struct swarm_thread *steal_round(struct worker *w) {
       item = deque_steal(&victim->deque);
     if (item && item != DEQUE_ABORT) {
       w->stats.steals_ok++;
+      /* More where that came from: let another idle worker have it. */
+      if (deque_size(&victim->deque) > 0)
+        wake_if_idle(w);
       return item;
     }
     struct swarm_thread *t = ready_queue_pop(&victim->queue, true);
@@ -629,8 +661,9 @@ static void worker_sleep(struct worker *w, int64_t timeout_ns) {
   uint32_t seq = atomic_load_explicit(&w->sleep_word, memory_order_acquire);
   atomic_store_explicit(&w->sleeping, 1, memory_order_seq_cst);
   atomic_fetch_add_explicit(&swarm_rt.idle_workers, 1, memory_order_seq_cst);
-  /* Re-check after announcing ourselves: a waker that pushed before it saw
-   * us sleeping must have left its work where we look now. */
+  /* Re-check after announcing ourselves, fenced: a pusher either sees us in
+   * idle_workers or left its work where we look now (file comment). */
+  atomic_thread_fence(memory_order_seq_cst);
   if (!work_visible() &&
       atomic_load_explicit(&swarm_rt.state, memory_order_acquire) ==
           RT_RUNNING &&

@@ -84,22 +84,42 @@ size_t os_page_size(void) {
 /* 0 = not probed, 1 = madvise guard markers, 2 = mprotect */
 static _Atomic int guard_mode;
 
-static int guard_install(void *addr, size_t len) {
-  int mode = atomic_load_explicit(&guard_mode, memory_order_relaxed);
-  if (mode != 2) {
-    if (madvise(addr, len, MADV_GUARD_INSTALL) == 0) {
-      atomic_store_explicit(&guard_mode, 1, memory_order_relaxed);
-      return 0;
+/* Guard markers must really fault: an emulator (qemu-user) may accept the
+ * madvise and do nothing, which would leave stacks unguarded. A write(2)
+ * from a guarded page must fail with EFAULT; anything else means no. */
+static bool guard_markers_work(void) {
+  size_t pg = os_page_size();
+  char *p = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return false;
+  bool ok = false;
+  if (madvise(p, pg, MADV_GUARD_INSTALL) == 0) {
+    int fds[2];
+    if (pipe(fds) == 0) {
+      ssize_t r = write(fds[1], p, 1);
+      ok = r < 0 && errno == EFAULT;
+      close(fds[0]);
+      close(fds[1]);
     }
-    if (errno != EINVAL && errno != ENOSYS)
-      return -1;
-    atomic_store_explicit(&guard_mode, 2, memory_order_relaxed);
   }
+  munmap(p, 2 * pg);
+  return ok;
+}
+
+static int guard_install(void *addr, size_t len) {
+  int mode = atomic_load_explicit(&guard_mode, memory_order_acquire);
+  if (mode == 0) {
+    mode = guard_markers_work() ? 1 : 2;
+    atomic_store_explicit(&guard_mode, mode, memory_order_release);
+  }
+  if (mode == 1)
+    return madvise(addr, len, MADV_GUARD_INSTALL);
   return mprotect(addr, len, PROT_NONE);
 }
 
 const char *os_guard_kind(void) {
-  return atomic_load(&guard_mode) == 2 ? "mprotect" : "madv-guard";
+  return atomic_load(&guard_mode) == 2 ? "mprotect" : "madvise guard markers";
 }
 
 void *os_map_stacks(size_t size, size_t guard, int count) {

@@ -41,7 +41,7 @@ size_t os_page_size(void);
  * memory starts at base + i*(guard+size) + guard. */
 void *os_map_stacks(size_t size, size_t guard, int count);
 void os_unmap(void *addr, size_t len);
-/* "madv-guard" (lightweight guard markers: no VMA per stack) or "mprotect". */
+/* "madvise guard markers" (Linux >= 6.13: no VMA per stack) or "mprotect". */
 const char *os_guard_kind(void);
 /* Tells the kernel the pages of [addr, addr+len) may be dropped. */
 void os_discard(void *addr, size_t len);
