@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "core/deque.h"
+#include "os/os.h"
 #include "swarm.h"
 
 #define SWARM_MAX_WORKERS 1024
@@ -108,6 +109,23 @@ struct ready_queue {
   struct swarm_thread *head, *tail;
 };
 
+/* A timer (timer.c). Embed it in the waiting object; it must stay valid
+ * until it fires or swarm_timer_cancel returns true. */
+struct swarm_timer {
+  uint64_t deadline_ns; /* CLOCK_MONOTONIC */
+  void (*fire)(struct swarm_timer *);
+  void *arg;
+  struct worker *owner;
+  int32_t heap_index; /* -1 when not in a heap */
+};
+
+struct timer_heap {
+  _Atomic uint32_t lock;
+  uint32_t count, capacity;
+  struct swarm_timer **items;
+  _Atomic uint64_t earliest_ns; /* UINT64_MAX when empty */
+};
+
 struct cache_list {
   void *head; /* intrusive singly linked list */
   uint32_t count;
@@ -149,6 +167,7 @@ struct worker {
   _Atomic uint64_t stat_exited_pub;
   /* ---- shared ---- */
   struct ready_queue queue __attribute__((aligned(64)));
+  struct timer_heap timers __attribute__((aligned(64)));
   _Atomic uint32_t sleep_word __attribute__((aligned(64)));
   _Atomic uint32_t sleeping;
   pthread_t kthread;
@@ -213,6 +232,26 @@ void swarm_ready(struct swarm_thread *t);
  * external descriptor of a kernel thread). Starts nothing; NULL only when
  * memory for an external descriptor cannot be had. */
 struct swarm_thread *swarm_current_thread(void);
+
+/* ---- timers (timer.c) ---- */
+/* Starts t: at deadline_ns (CLOCK_MONOTONIC) fire(t) runs on the worker
+ * that started it (worker 0 for a non-worker kernel thread). fire must not
+ * block; it typically readies a parked thread. 0 or ENOMEM. */
+int swarm_timer_start(struct swarm_timer *t, uint64_t deadline_ns,
+                      void (*fire)(struct swarm_timer *), void *arg);
+/* true if t was removed before firing; false if it fired or is firing. */
+bool swarm_timer_cancel(struct swarm_timer *t);
+uint64_t timers_earliest(struct worker *w);
+void timers_run_due(struct worker *w, uint64_t now);
+void timers_destroy(struct worker *w);
+static inline void timers_poll(struct worker *w) {
+  uint64_t e = timers_earliest(w);
+  if (unlikely(e != UINT64_MAX)) {
+    uint64_t now = os_now_ns_inline();
+    if (e <= now)
+      timers_run_due(w, now);
+  }
+}
 
 /* ---- internal services used across core files ---- */
 int runtime_ensure_started(void);

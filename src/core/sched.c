@@ -545,6 +545,7 @@ void swarm_park(swarm_commit_fn commit, void *arg) {
     external_park(commit, arg);
     return;
   }
+  timers_poll(w); /* due timers may ready threads worth running next */
   struct swarm_thread *self = w->current;
   w->park_commit = commit;
   w->park_arg = arg;
@@ -585,6 +586,7 @@ void swarm_yield(void) {
     sched_yield();
     return;
   }
+  timers_poll(w);
   /* Nothing else runnable here: yielding would only come straight back. */
   if (deque_size(&w->deque) == 0 && queue_count(&w->queue) == 0)
     return;
@@ -669,7 +671,16 @@ static void worker_sleep(struct worker *w, int64_t timeout_ns) {
           RT_RUNNING &&
       !atomic_load_explicit(&swarm_rt.finalize_waiter, memory_order_acquire)) {
     w->stats.sleeps++;
-    os_futex_wait(&w->sleep_word, seq, timeout_ns);
+    /* Sleep no longer than the earliest timer of ours. */
+    uint64_t e = timers_earliest(w);
+    if (e != UINT64_MAX) {
+      uint64_t now = os_now_ns_inline();
+      int64_t until = e > now ? (int64_t)(e - now) : 0;
+      if (until < timeout_ns)
+        timeout_ns = until;
+    }
+    if (timeout_ns > 0)
+      os_futex_wait(&w->sleep_word, seq, timeout_ns);
   }
   uint32_t one = 1;
   if (atomic_compare_exchange_strong_explicit(&w->sleeping, &one, 0,
@@ -682,6 +693,7 @@ static void sched_loop(struct worker *w) {
   unsigned spins = 0;
   int64_t backoff = SLEEP_MIN_NS;
   for (;;) {
+    timers_poll(w);
     struct swarm_thread *t = local_next(w);
     if (!t)
       t = steal_round(w);
@@ -794,6 +806,7 @@ static void workers_release(int nstarted) {
     stack_cache_flush(w);
     desc_cache_flush(w);
     deque_destroy(&w->deque);
+    timers_destroy(w);
   }
   free(swarm_rt.workers);
   swarm_rt.workers = NULL;
@@ -834,6 +847,7 @@ int swarm_init(const swarm_config_t *config) {
   for (int i = 0; i < nworkers; i++) {
     struct worker *w = &swarm_rt.workers[i];
     w->id = i;
+    atomic_init(&w->timers.earliest_ns, UINT64_MAX);
     w->rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1) ^ (uint64_t)getpid();
     if (!w->rng)
       w->rng = 1;

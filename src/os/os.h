@@ -25,6 +25,12 @@ void os_futex_wake(_Atomic uint32_t *word, int count);
 
 /* ---- clocks ---- */
 uint64_t os_now_ns(void); /* CLOCK_MONOTONIC */
+#include <time.h>
+static inline uint64_t os_now_ns_inline(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* ---- CPUs ---- */
 /* Number of CPUs in the process's affinity mask (at least 1); fills cpus[]
