@@ -45,6 +45,12 @@
 extern "C" {
 #endif
 
+/* The library is built with hidden visibility; what this header declares is
+ * its exported API. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define SWARM_VERSION_MAJOR 0
 #define SWARM_VERSION_MINOR 1
 #define SWARM_VERSION_PATCH 0
@@ -185,6 +191,10 @@ int swarm_stats_get(swarm_stats_t *stats);
 
 /* Writes the per-worker counters to stderr (what SWARM_STATS=1 prints). */
 void swarm_stats_print(void);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }
