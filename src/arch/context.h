@@ -35,6 +35,8 @@
  *   ~50 ns; comparing costs ~1 ns).
  *
  *   void *swarm_arch_prepare(void *stack_top, void (*entry)(void *));
+void swarm_arch_start(void **save_sp, void *stack_top, void (*entry)(void *),
+                      void *(*after)(void *), void *arg);
  *
  *   Builds a fresh context on the stack whose highest address (exclusive) is
  *   stack_top and returns its stack pointer for swarm_arch_switch. When first
@@ -42,7 +44,17 @@
  *   4, with FP control state inherited from the context that called
  *   swarm_arch_prepare. entry must never return.
  *
- * Both functions are called with the stack 16-byte aligned as the ABI says;
+ *   void swarm_arch_start(void **save_sp, void *stack_top,
+ *                         void (*entry)(void *), void *(*after)(void *),
+ *                         void *arg);
+ *
+ *   Exactly swarm_arch_switch(save_sp, swarm_arch_prepare(stack_top, entry),
+ *   after, arg), for the common case of a context that starts at once (a
+ *   work-first spawn). A back end may implement it directly to skip writing
+ *   and reading back the fresh frame; start_generic.c implements it from the
+ *   other two for back ends that do not.
+ *
+ * All are called with the stack 16-byte aligned as the ABI says;
  * stack_top must be 16-byte aligned.
  */
 #ifndef SWARM_ARCH_CONTEXT_H
@@ -51,5 +63,7 @@
 void *swarm_arch_switch(void **save_sp, void *new_sp, void *(*after)(void *),
                         void *arg);
 void *swarm_arch_prepare(void *stack_top, void (*entry)(void *));
+void swarm_arch_start(void **save_sp, void *stack_top, void (*entry)(void *),
+                      void *(*after)(void *), void *arg);
 
 #endif

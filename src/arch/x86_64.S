@@ -74,6 +74,53 @@ swarm_arch_switch:
         .cfi_endproc
         .size   swarm_arch_switch, .-swarm_arch_switch
 
+        .globl  swarm_arch_start
+        .hidden swarm_arch_start
+        .type   swarm_arch_start, @function
+        .p2align 4
+/* void swarm_arch_start(void **save_sp (rdi), void *stack_top (rsi),
+ *                       void (*entry)(void *) (rdx),
+ *                       void *(*after)(void *) (rcx), void *arg (r8))
+ * swarm_arch_prepare + swarm_arch_switch in one, for a context that starts
+ * now: no frame is written to be read back, no registers are restored, and
+ * FP control needs no check (a fresh context inherits it). */
+swarm_arch_start:
+        .cfi_startproc
+        pushq   %rbp
+        pushq   %rbx
+        pushq   %r12
+        pushq   %r13
+        pushq   %r14
+        pushq   %r15
+        subq    $8, %rsp
+        stmxcsr (%rsp)
+        fnstcw  4(%rsp)
+        movq    %rsp, (%rdi)
+        movq    %rsi, %rsp          /* the fresh stack; 16-byte aligned */
+        movq    %rdx, %r12          /* entry survives the after() call */
+        movq    %r8, %rax
+        testq   %rcx, %rcx
+        jz      swarm_arch_start_entry
+        movq    %r8, %rdi
+        call    *%rcx
+        jmp     swarm_arch_start_entry
+        .cfi_endproc
+        .size   swarm_arch_start, .-swarm_arch_start
+
+        .type   swarm_arch_start_entry, @function
+        .p2align 4
+/* Calls entry(transfer) at the bottom of a fresh stack. Its own CFI marks
+ * the return address undefined, so unwinders stop here. */
+swarm_arch_start_entry:
+        .cfi_startproc
+        .cfi_undefined rip
+        xorl    %ebp, %ebp          /* frame-pointer walks end here too */
+        movq    %rax, %rdi
+        call    *%r12
+        ud2                         /* entry must not return */
+        .cfi_endproc
+        .size   swarm_arch_start_entry, .-swarm_arch_start_entry
+
         .globl  swarm_arch_prepare
         .hidden swarm_arch_prepare
         .type   swarm_arch_prepare, @function

@@ -443,14 +443,14 @@ static inline __attribute__((always_inline)) int spawn_here(struct worker *w, sw
   counter_inc(&w->stat_spawned_pub);
   struct swarm_thread *parent = w->current;
   w->handoff = parent;
-  void *sp = swarm_arch_prepare(t->stack.lo + t->stack.size, thread_entry);
   w->current = t;
   w->stats.run++;
 #ifdef SWARM_ASAN
   void *fake = NULL;
   __sanitizer_start_switch_fiber(&fake, t->stack.lo, t->stack.size);
 #endif
-  swarm_arch_switch(&parent->sp, sp, after_push_parent, w);
+  swarm_arch_start(&parent->sp, t->stack.lo + t->stack.size, thread_entry,
+                   after_push_parent, w);
 #ifdef SWARM_ASAN
   __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif

@@ -1,0 +1,11 @@
+/*
+ * arch/start_generic.c — swarm_arch_start for back ends that implement only
+ * swarm_arch_prepare and swarm_arch_switch (aarch64.S, portable.c): prepare
+ * the fresh frame, then switch to it. x86_64.S has a direct version.
+ */
+#include "arch/context.h"
+
+void swarm_arch_start(void **save_sp, void *stack_top, void (*entry)(void *),
+                      void *(*after)(void *), void *arg) {
+  swarm_arch_switch(save_sp, swarm_arch_prepare(stack_top, entry), after, arg);
+}
