@@ -91,6 +91,7 @@ struct swarm_thread {
   uint8_t kind;                /* enum thread_kind */
   int16_t pinned_worker;       /* -1, or the only worker that may run it */
   _Atomic uint32_t wake_word;  /* THREAD_EXTERNAL: futex for park */
+  int saved_errno;             /* errno while switched out */
   void *slots[SWARM_THREAD_SLOTS]; /* per-thread data of upper layers */
 #ifdef SWARM_ASAN
   void *asan_fake_stack;

@@ -53,6 +53,11 @@
  *    fence on every push (the 8%); no sleeping, as in MassiveThreads (an
  *    idle program burns every core).
  *
+ *  - errno belongs to the thread: saved when a thread switches away
+ *    (spawn, park) and restored in whatever kernel thread resumes it, through
+ *    os_errno_location(), which the compiler cannot cache across the switch;
+ *    a new thread starts with errno 0, as a new pthread does.
+ *
  *  - Quiescence (swarm_finalize, and main calling swarm_exit) is detected by
  *    idle workers from per-worker spawned/exited counters that only their
  *    owner writes: read every exited count, then every spawned count; if
@@ -326,6 +331,7 @@ static void thread_entry(void *transfer) {
 #endif
   struct worker *w = transfer;
   struct swarm_thread *t = w->current;
+  *os_errno_location() = 0;
   thread_finish(t, t->fn(t->arg));
 }
 
@@ -442,6 +448,7 @@ static inline __attribute__((always_inline)) int spawn_here(struct worker *w, sw
     *out = desc_handle(t);
   counter_inc(&w->stat_spawned_pub);
   struct swarm_thread *parent = w->current;
+  parent->saved_errno = *os_errno_location();
   w->handoff = parent;
   w->current = t;
   w->stats.run++;
@@ -454,6 +461,8 @@ static inline __attribute__((always_inline)) int spawn_here(struct worker *w, sw
 #ifdef SWARM_ASAN
   __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
+  /* Resumed, perhaps on another kernel thread: our errno back. */
+  *os_errno_location() = parent->saved_errno;
   return 0;
 }
 
@@ -551,7 +560,9 @@ void swarm_park(swarm_commit_fn commit, void *arg) {
   w->park_arg = arg;
   w->handoff = self;
   w->stats.parks++;
+  self->saved_errno = *os_errno_location();
   switch_to(w, &self->sp, local_next(w), after_park, false);
+  *os_errno_location() = self->saved_errno;
 }
 
 void swarm_ready(struct swarm_thread *t) {
@@ -860,6 +871,7 @@ int swarm_init(const swarm_config_t *config) {
     }
   }
   os_overflow_handler_install(sched_describe_fault);
+  os_errno_init();
 
   /* Worker 0: this kernel thread; its flow becomes the main swarm thread. */
   struct worker *w0 = &swarm_rt.workers[0];

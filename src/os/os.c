@@ -191,6 +191,29 @@ void os_thread_stack_bounds(void **lo, size_t *size) {
   }
 }
 
+/* ---- errno ---- */
+
+intptr_t os_errno_offset;
+
+static char *thread_pointer(void) {
+  char *tp = NULL;
+#if defined(__x86_64__)
+  __asm__ volatile("movq %%fs:0, %0" : "=r"(tp));
+#elif defined(__aarch64__)
+  __asm__ volatile("mrs %0, tpidr_el0" : "=r"(tp));
+#endif
+  return tp;
+}
+
+void os_errno_init(void) {
+  os_errno_offset = (char *)__errno_location() - thread_pointer();
+}
+
+/* Other CPUs: through a call the compiler cannot treat as const. */
+__attribute__((noinline, noipa)) int *os_errno_location_slow(void) {
+  return __errno_location();
+}
+
 /* ---- overflow handler ---- */
 
 static _Atomic(os_guard_describe_fn) guard_describe;

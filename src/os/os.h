@@ -72,6 +72,29 @@ typedef size_t (*os_guard_describe_fn)(void *addr, char *buf, size_t cap);
  * or get the default action. */
 void os_overflow_handler_install(os_guard_describe_fn fn);
 
+/* ---- errno of the running kernel thread ---- */
+/* glibc keeps errno in static TLS at the same offset from the thread pointer
+ * in every thread. Computing its address from the thread pointer with a
+ * volatile read is cheap and, unlike `errno` (which calls the const
+ * function __errno_location), can never be cached by the compiler across a
+ * context switch that moved the caller to another kernel thread. */
+extern intptr_t os_errno_offset;
+void os_errno_init(void);
+static inline int *os_errno_location(void) {
+#if defined(__x86_64__)
+  char *tp;
+  __asm__ volatile("movq %%fs:0, %0" : "=r"(tp));
+  return (int *)(tp + os_errno_offset);
+#elif defined(__aarch64__)
+  char *tp;
+  __asm__ volatile("mrs %0, tpidr_el0" : "=r"(tp));
+  return (int *)(tp + os_errno_offset);
+#else
+  extern int *os_errno_location_slow(void);
+  return os_errno_location_slow();
+#endif
+}
+
 /* ---- messages ---- */
 /* Writes a whole string to stderr with write(2): async-signal-safe. */
 void os_write_stderr(const char *s, size_t len);
