@@ -23,6 +23,16 @@
  * thread that blocks or spawns may resume on another worker, so it must not
  * keep the address of a TLS variable across such a call.
  *
+ * errno belongs to each swarm thread: the runtime saves it when a thread
+ * switches away and restores it on whichever worker resumes it; a new thread
+ * starts with 0. One caveat, shared by every runtime that moves threads
+ * between kernel threads: glibc declares errno's accessor `const`, so within
+ * one function a compiler may reuse errno's address across a call to
+ * swarm_spawn/join/yield or anything that blocks. Code that sets errno before
+ * such a call and reads it after, in the same function, should read it
+ * through a function the compiler cannot see into, e.g. one marked
+ * __attribute__((noipa)) (noinline is not enough: it is inferred const).
+ *
  * Errors. Functions return 0 on success and an errno value on failure, as the
  * pthread functions do; none of them crash on bad input they can detect.
  *

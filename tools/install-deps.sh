@@ -30,5 +30,7 @@ sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# Wait for another apt/dpkg run (unattended upgrades) instead of failing.
+lock="-o DPkg::Lock::Timeout=300"
+$sudo apt-get $lock update -qq
+$sudo apt-get $lock install -y -qq --no-install-recommends "${missing[@]}"
