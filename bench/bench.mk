@@ -1,0 +1,26 @@
+# bench/bench.mk — the benchmark suite's make targets (issue 3), included by
+# the top-level Makefile:
+#   make bench        build everything (peers too), run every workload on every
+#                     system at 1 and all workers: results/bench.json + .png
+#   make bench-instr  callgrind instructions per task, fib(22), 1 worker, every
+#                     system: results/bench-instr.json
+#   make bench-build  just build swarm's benchmark programs and the peers
+# (make demo runs tools/demo.sh, the short version.) The Go peers are built
+# by tools/bench.py with `go build`.
+DEPS_GROUPS += bench
+
+.PHONY: bench bench-instr bench-build
+
+# Re-run CMake's configure step first: a build directory configured before
+# `make deps` installed oneTBB or OpenSSL would otherwise keep skipping them.
+bench-build: build
+	@cmake -S . -B $(BUILD) >/dev/null
+	cmake --build $(BUILD) --target bench_all -j $(JOBS)
+
+bench: deps
+	$(MAKE) bench-build
+	python3 tools/bench.py --mode full --build $(BUILD)
+
+bench-instr: deps
+	$(MAKE) bench-build
+	python3 tools/bench.py --mode instr --build $(BUILD)

@@ -1,0 +1,3 @@
+module swarm.bench/peers/go
+
+go 1.19
