@@ -14,7 +14,7 @@ DEPS_GROUPS += bench
 # Re-run CMake's configure step first: a build directory configured before
 # `make deps` installed oneTBB or OpenSSL would otherwise keep skipping them.
 bench-build: build
-	@cmake -S . -B $(BUILD) >/dev/null
+	@cmake -S . -B $(BUILD) -DSWARM_BUILD_BENCH=ON >/dev/null
 	cmake --build $(BUILD) --target bench_all -j $(JOBS)
 
 bench: deps

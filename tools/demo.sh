@@ -11,7 +11,7 @@ build=${1:-build}
 cd "$root"
 # Re-run the configure step: peers installed since the first configure
 # (oneTBB, OpenSSL) are found only then.
-cmake -S . -B "$build" >/dev/null
+cmake -S . -B "$build" -DSWARM_BUILD_BENCH=ON >/dev/null
 cmake --build "$build" --target bench_all -j "$(nproc)" ||
   echo "demo: some benchmark programs failed to build; they show as unavailable"
 exec python3 tools/bench.py --mode demo --build "$build"
