@@ -37,6 +37,8 @@
  *   void *swarm_arch_prepare(void *stack_top, void (*entry)(void *));
 void swarm_arch_start(void **save_sp, void *stack_top, void (*entry)(void *),
                       void *(*after)(void *), void *arg);
+_Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),
+                                 void *arg);
  *
  *   Builds a fresh context on the stack whose highest address (exclusive) is
  *   stack_top and returns its stack pointer for swarm_arch_switch. When first
@@ -54,6 +56,13 @@ void swarm_arch_start(void **save_sp, void *stack_top, void (*entry)(void *),
  *   and reading back the fresh frame; start_generic.c implements it from the
  *   other two for back ends that do not.
  *
+ *   _Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),
+ *                                    void *arg);
+ *
+ *   swarm_arch_switch for a running context that will never resume (a
+ *   thread that exits): nothing of it is saved. start_generic.c implements
+ *   it as a switch with a scratch save slot.
+ *
  * All are called with the stack 16-byte aligned as the ABI says;
  * stack_top must be 16-byte aligned.
  */
@@ -65,5 +74,7 @@ void *swarm_arch_switch(void **save_sp, void *new_sp, void *(*after)(void *),
 void *swarm_arch_prepare(void *stack_top, void (*entry)(void *));
 void swarm_arch_start(void **save_sp, void *stack_top, void (*entry)(void *),
                       void *(*after)(void *), void *arg);
+_Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),
+                                 void *arg);
 
 #endif

@@ -48,6 +48,7 @@ swarm_arch_switch:
         movq    %rcx, %rdi
         call    *%rdx               /* rsp 16-byte aligned; rbx/rbp survive */
 1:
+swarm_arch_restore_internal:
         /* The FP control in force is the outgoing one (rbx/rbp): reload
          * only if the incoming context's differs. MXCSR bits 0-5 are sticky
          * exception flags, not control, and are ignored. */
@@ -73,6 +74,31 @@ swarm_arch_switch:
         jmp     2b
         .cfi_endproc
         .size   swarm_arch_switch, .-swarm_arch_switch
+
+        .globl  swarm_arch_resume
+        .hidden swarm_arch_resume
+        .type   swarm_arch_resume, @function
+        .p2align 4
+/* _Noreturn void swarm_arch_resume(void *new_sp (rdi),
+ *                                  void *(*after)(void *) (rsi), void *arg (rdx))
+ * swarm_arch_switch for a context that will never run again: nothing is
+ * saved. The FP control now in force is read for the reload check. */
+swarm_arch_resume:
+        .cfi_startproc
+        subq    $8, %rsp
+        stmxcsr (%rsp)
+        fnstcw  4(%rsp)
+        movl    (%rsp), %ebx        /* outgoing FP control, as in switch */
+        movzwl  4(%rsp), %ebp
+        movq    %rdi, %rsp
+        movq    %rdx, %rax
+        testq   %rsi, %rsi
+        jz      swarm_arch_restore_internal
+        movq    %rdx, %rdi
+        call    *%rsi
+        jmp     swarm_arch_restore_internal
+        .cfi_endproc
+        .size   swarm_arch_resume, .-swarm_arch_resume
 
         .globl  swarm_arch_start
         .hidden swarm_arch_start

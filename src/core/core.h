@@ -160,7 +160,6 @@ struct worker {
   void *park_arg;
   struct stack_ref dead_stack;
   void *sched_sp;   /* the scheduler context, while a thread runs */
-  void *scratch_sp; /* save slot for contexts that never resume */
   uint64_t rng;
   int id;
   struct worker_stats stats;

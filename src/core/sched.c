@@ -116,11 +116,11 @@ static inline void stack_bounds_of(struct worker *w, struct swarm_thread *t,
 }
 
 /* Switches from the running context (saving into *save_sp) to `next`, or to
- * the worker's scheduler context when next is NULL. `dying` says the running
- * context will never resume. Returns, in the resumed context, its worker. */
+ * the worker's scheduler context when next is NULL. Returns, in the resumed
+ * context, its worker. */
 static inline struct worker *switch_to(struct worker *w, void **save_sp,
                                        struct swarm_thread *next,
-                                       void *(*after)(void *), bool dying) {
+                                       void *(*after)(void *)) {
   void *sp;
   if (next) {
     w->current = next;
@@ -135,9 +135,8 @@ static inline struct worker *switch_to(struct worker *w, void **save_sp,
   const void *lo;
   size_t size;
   stack_bounds_of(w, next, &lo, &size);
-  __sanitizer_start_switch_fiber(dying ? NULL : &fake, lo, size);
+  __sanitizer_start_switch_fiber(&fake, lo, size);
 #else
-  (void)dying;
   (void)stack_bounds_of;
 #endif
   w = swarm_arch_switch(save_sp, sp, after, w);
@@ -145,6 +144,28 @@ static inline struct worker *switch_to(struct worker *w, void **save_sp,
   __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
   return w;
+}
+
+/* The same for a context that exits: nothing is saved. */
+_Noreturn static inline void resume_next(struct worker *w,
+                                         struct swarm_thread *next,
+                                         void *(*after)(void *)) {
+  void *sp;
+  if (next) {
+    w->current = next;
+    w->stats.run++;
+    sp = next->sp;
+  } else {
+    w->current = NULL;
+    sp = w->sched_sp;
+  }
+#ifdef SWARM_ASAN
+  const void *lo;
+  size_t size;
+  stack_bounds_of(w, next, &lo, &size);
+  __sanitizer_start_switch_fiber(NULL, lo, size); /* this fiber ends */
+#endif
+  swarm_arch_resume(sp, after, w);
 }
 
 /* ---- ready queues ---- */
@@ -370,11 +391,9 @@ _Noreturn static void thread_finish(struct swarm_thread *t, void *result) {
   struct swarm_thread *next = local_next(w);
   if (kind == THREAD_USER) {
     w->dead_stack = dead;
-    switch_to(w, &w->scratch_sp, next, after_release_stack, true);
-  } else {
-    switch_to(w, &w->scratch_sp, next, NULL, true);
+    resume_next(w, next, after_release_stack);
   }
-  __builtin_unreachable();
+  resume_next(w, next, NULL);
 }
 
 _Noreturn void swarm_exit(void *result) {
@@ -393,11 +412,10 @@ _Noreturn void swarm_exit(void *result) {
 
 static void thread_init(struct swarm_thread *t, void *(*fn)(void *),
                         void *arg, bool detached) {
+  /* result, joiner and next are written before anything reads them (exit,
+   * join's park, a list insertion), so they are not cleared here. */
   t->fn = fn;
   t->arg = arg;
-  t->result = NULL;
-  t->joiner = NULL;
-  t->next = NULL;
   t->kind = THREAD_USER;
   t->pinned_worker = -1;
   for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
@@ -561,7 +579,7 @@ void swarm_park(swarm_commit_fn commit, void *arg) {
   w->handoff = self;
   w->stats.parks++;
   self->saved_errno = *os_errno_location();
-  switch_to(w, &self->sp, local_next(w), after_park, false);
+  switch_to(w, &self->sp, local_next(w), after_park);
   *os_errno_location() = self->saved_errno;
 }
 
@@ -711,7 +729,7 @@ static void sched_loop(struct worker *w) {
     if (t) {
       spins = 0;
       backoff = SLEEP_MIN_NS;
-      w = switch_to(w, &w->sched_sp, t, NULL, false);
+      w = switch_to(w, &w->sched_sp, t, NULL);
       continue;
     }
     if (atomic_load_explicit(&swarm_rt.state, memory_order_acquire) ==
