@@ -3,9 +3,42 @@
 #include <pthread.h>
 #include <swarm.h>
 
-#include "check.h"
+#include <sys/resource.h>
 
 static void *ret_arg(void *a) { return a; }
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+
+/* In a child limited to 256 MiB of address space, a thread asking for a
+ * 1 GiB stack cannot get it: EAGAIN, and the runtime keeps working. */
+static void check_eagain_for_stack(void) {
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    struct rlimit rl = {256ul << 20, 256ul << 20};
+    if (setrlimit(RLIMIT_AS, &rl) != 0)
+      _exit(2);
+    swarm_attr_t big;
+    swarm_attr_init(&big);
+    swarm_attr_setstacksize(&big, (size_t)1 << 30);
+    swarm_thread_t t;
+    int r = swarm_spawn(&t, &big, ret_arg, NULL);
+    if (r != EAGAIN)
+      _exit(3);
+    void *v = NULL;
+    if (swarm_spawn(&t, NULL, ret_arg, (void *)5) != 0 || swarm_join(t, &v) ||
+        (long)v != 5)
+      _exit(4);
+    _exit(0);
+  }
+  int st;
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  CHECK(WIFEXITED(st));
+  CHECK_EQ(WEXITSTATUS(st), 0);
+}
+
 
 static swarm_thread_t self_handle;
 static void *join_self(void *a) {
@@ -83,6 +116,7 @@ int main(void) {
   CHECK_EQ(swarm_join(t, NULL), EINVAL);
   flag = 1;
 
+  check_eagain_for_stack();
   printf("all error codes as documented\n");
   TEST_PASS("errors");
   return 0;

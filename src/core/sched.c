@@ -994,6 +994,8 @@ int swarm_finalize(void) {
   /* Wait until every other thread has exited (an idle worker readies us). */
   swarm_park(commit_finalize_wait, NULL);
   w = worker_current();
+  if (swarm_rt.print_stats) /* SWARM_STATS: this run's counters, now */
+    swarm_stats_print();
   pthread_mutex_lock(&swarm_rt.lifecycle_lock);
   atomic_store(&swarm_rt.state, RT_STOPPING);
   for (int i = 1; i < swarm_rt.nworkers; i++) {
