@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fib_threads.h"
 
 static void *square(void *a) {
   long v = (long)a;
@@ -23,18 +24,6 @@ static void *slow(void *a) {
   return a;
 }
 
-static void *fib(void *a) {
-  long n = (long)a;
-  if (n < 2)
-    return a;
-  swarm_thread_t x, y;
-  void *rx, *ry;
-  CHECK_EQ(swarm_spawn(&x, NULL, fib, (void *)(n - 1)), 0);
-  CHECK_EQ(swarm_spawn(&y, NULL, fib, (void *)(n - 2)), 0);
-  CHECK_EQ(swarm_join(x, &rx), 0);
-  CHECK_EQ(swarm_join(y, &ry), 0);
-  return (void *)((long)rx + (long)ry);
-}
 
 static void *external(void *arg) {
   long base = (long)arg;
@@ -51,7 +40,7 @@ static void *external(void *arg) {
   }
   swarm_thread_t f;
   void *r;
-  CHECK_EQ(swarm_spawn(&f, NULL, fib, (void *)20L), 0);
+  CHECK_EQ(swarm_spawn(&f, NULL, fib_threads, (void *)20L), 0);
   CHECK_EQ(swarm_join(f, &r), 0);
   CHECK_EQ((long)r, 6765);
   return NULL;

@@ -10,19 +10,8 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fib_threads.h"
 
-static void *fib(void *a) {
-  long n = (long)a;
-  if (n < 2)
-    return a;
-  swarm_thread_t x, y;
-  void *rx, *ry;
-  CHECK_EQ(swarm_spawn(&x, NULL, fib, (void *)(n - 1)), 0);
-  CHECK_EQ(swarm_spawn(&y, NULL, fib, (void *)(n - 2)), 0);
-  CHECK_EQ(swarm_join(x, &rx), 0);
-  CHECK_EQ(swarm_join(y, &ry), 0);
-  return (void *)((long)rx + (long)ry);
-}
 
 static void *try_finalize(void *a) {
   (void)a;
@@ -46,7 +35,7 @@ int main(void) {
   CHECK_EQ(swarm_finalize(), ESRCH);
   /* lazy start */
   swarm_thread_t t;
-  CHECK_EQ(swarm_spawn(&t, NULL, fib, (void *)10L), 0);
+  CHECK_EQ(swarm_spawn(&t, NULL, fib_threads, (void *)10L), 0);
   CHECK_EQ(swarm_is_running(), 1);
   CHECK_EQ(swarm_join(t, NULL), 0);
   /* main's flow is a swarm thread now (possibly stolen to another worker) */
@@ -71,7 +60,7 @@ int main(void) {
     CHECK_EQ(swarm_num_workers(), cfg.workers);
     /* enough work for main's continuation to be stolen */
     for (int k = 0; k < 20; k++) {
-      CHECK_EQ((long)fib((void *)18L), 2584);
+      CHECK_EQ((long)fib_threads((void *)18L), 2584);
       if (swarm_worker_id() != 0)
         atomic_store(&moved, 1);
     }

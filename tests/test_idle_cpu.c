@@ -7,19 +7,8 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fib_threads.h"
 
-static void *fib(void *a) {
-  long n = (long)a;
-  if (n < 2)
-    return a;
-  swarm_thread_t x, y;
-  void *rx, *ry;
-  swarm_spawn(&x, NULL, fib, (void *)(n - 1));
-  swarm_spawn(&y, NULL, fib, (void *)(n - 2));
-  swarm_join(x, &rx);
-  swarm_join(y, &ry);
-  return (void *)((long)rx + (long)ry);
-}
 
 static double cpu_seconds(void) {
   struct rusage ru;
@@ -40,7 +29,7 @@ static void *sleeper(void *arg) {
 int main(void) {
   swarm_config_t cfg = {.workers = 2};
   CHECK_EQ(swarm_init(&cfg), 0);
-  CHECK_EQ((long)fib((void *)22L), 17711);
+  CHECK_EQ((long)fib_threads((void *)22L), 17711);
   usleep(300000); /* let spinning workers fall asleep */
   double before = cpu_seconds();
   sleeper(NULL);

@@ -115,21 +115,23 @@ static inline void stack_bounds_of(struct worker *w, struct swarm_thread *t,
   }
 }
 
+/* Makes `next` (or, when NULL, the worker's scheduler context) the one w
+ * runs and returns the stack pointer to switch to. */
+static inline void *enter_next(struct worker *w, struct swarm_thread *next) {
+  w->current = next;
+  if (!next)
+    return w->sched_sp;
+  w->stats.run++;
+  return next->sp;
+}
+
 /* Switches from the running context (saving into *save_sp) to `next`, or to
  * the worker's scheduler context when next is NULL. Returns, in the resumed
  * context, its worker. */
 static inline struct worker *switch_to(struct worker *w, void **save_sp,
                                        struct swarm_thread *next,
                                        void *(*after)(void *)) {
-  void *sp;
-  if (next) {
-    w->current = next;
-    w->stats.run++;
-    sp = next->sp;
-  } else {
-    w->current = NULL;
-    sp = w->sched_sp;
-  }
+  void *sp = enter_next(w, next);
 #ifdef SWARM_ASAN
   void *fake = NULL;
   const void *lo;
@@ -150,15 +152,7 @@ static inline struct worker *switch_to(struct worker *w, void **save_sp,
 _Noreturn static inline void resume_next(struct worker *w,
                                          struct swarm_thread *next,
                                          void *(*after)(void *)) {
-  void *sp;
-  if (next) {
-    w->current = next;
-    w->stats.run++;
-    sp = next->sp;
-  } else {
-    w->current = NULL;
-    sp = w->sched_sp;
-  }
+  void *sp = enter_next(w, next);
 #ifdef SWARM_ASAN
   const void *lo;
   size_t size;
