@@ -15,6 +15,21 @@
  * call, so it is not read a second time. MXCSR's low six bits are sticky exception
  * flags, not control; they are ignored when comparing.
  */
+/* Saves the running context's callee-saved registers and FP control state
+ * on its stack (the frame described above, minus the return address the
+ * call already pushed). */
+        .macro  SAVE_CONTEXT
+        pushq   %rbp
+        pushq   %rbx
+        pushq   %r12
+        pushq   %r13
+        pushq   %r14
+        pushq   %r15
+        subq    $8, %rsp
+        stmxcsr (%rsp)
+        fnstcw  4(%rsp)
+        .endm
+
         .text
 
         .globl  swarm_arch_switch
@@ -25,15 +40,7 @@
  *                         void *(*after)(void *) (rdx), void *arg (rcx)) */
 swarm_arch_switch:
         .cfi_startproc
-        pushq   %rbp
-        pushq   %rbx
-        pushq   %r12
-        pushq   %r13
-        pushq   %r14
-        pushq   %r15
-        subq    $8, %rsp
-        stmxcsr (%rsp)
-        fnstcw  4(%rsp)
+        SAVE_CONTEXT
         /* Keep the outgoing FP control in rbx/rbp (both saved above). Two
          * loads sized like the two stores, so both forward from the store
          * buffer; one 8-byte load spanning them would stall ~15 cycles. */
@@ -112,15 +119,7 @@ swarm_arch_resume:
  * FP control needs no check (a fresh context inherits it). */
 swarm_arch_start:
         .cfi_startproc
-        pushq   %rbp
-        pushq   %rbx
-        pushq   %r12
-        pushq   %r13
-        pushq   %r14
-        pushq   %r15
-        subq    $8, %rsp
-        stmxcsr (%rsp)
-        fnstcw  4(%rsp)
+        SAVE_CONTEXT
         movq    %rsp, (%rdi)
         movq    %rsi, %rsp          /* the fresh stack; 16-byte aligned */
         movq    %rdx, %r12          /* entry survives the after() call */
