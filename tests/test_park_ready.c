@@ -25,7 +25,12 @@ struct box {
 
 static bool commit_wait(struct swarm_thread *self, void *arg) {
   struct box *b = arg;
-  atomic_store(&b->waiter, self);
+  /* Publish, then look at the token: a store-load pair that must not be
+   * reordered (box_post is the mirror image). A seq_cst store and load
+   * suffice in C11, but qemu-user runs aarch64's STLR/LDAR on an x86 host
+   * with no StoreLoad barrier between them (lost wake-ups seen here), so the
+   * store is an exchange, a read-modify-write every emulator orders. */
+  atomic_exchange(&b->waiter, self);
   /* a token posted before we were published: do not sleep */
   if (atomic_load(&b->token)) {
     struct swarm_thread *me = self;

@@ -6,9 +6,11 @@
  */
 #include "arch/context.h"
 
-void swarm_arch_start(void **save_sp, void *stack_top, void (*entry)(void *),
-                      void *(*after)(void *), void *arg) {
-  swarm_arch_switch(save_sp, swarm_arch_prepare(stack_top, entry), after, arg);
+void *swarm_arch_start(void **save_sp, void *stack_top,
+                       void (*entry)(void *), void *(*after)(void *),
+                       void *arg) {
+  return swarm_arch_switch(save_sp, swarm_arch_prepare(stack_top, entry),
+                           after, arg);
 }
 
 _Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),

@@ -111,9 +111,11 @@ swarm_arch_resume:
         .hidden swarm_arch_start
         .type   swarm_arch_start, @function
         .p2align 4
-/* void swarm_arch_start(void **save_sp (rdi), void *stack_top (rsi),
- *                       void (*entry)(void *) (rdx),
- *                       void *(*after)(void *) (rcx), void *arg (r8))
+/* void *swarm_arch_start(void **save_sp (rdi), void *stack_top (rsi),
+ *                        void (*entry)(void *) (rdx),
+ *                        void *(*after)(void *) (rcx), void *arg (r8))
+ * "Returns" when the saved context is resumed, through the restore path of
+ * swarm_arch_switch, with the transferred value in rax.
  * swarm_arch_prepare + swarm_arch_switch in one, for a context that starts
  * now: no frame is written to be read back, no registers are restored, and
  * FP control needs no check (a fresh context inherits it). */

@@ -468,13 +468,15 @@ static inline __attribute__((always_inline)) int spawn_here(struct worker *w, sw
   void *fake = NULL;
   __sanitizer_start_switch_fiber(&fake, t->stack.lo, t->stack.size);
 #endif
-  swarm_arch_start(&parent->sp, t->stack.lo + t->stack.size, thread_entry,
-                   after_push_parent, w);
+  w = swarm_arch_start(&parent->sp, t->stack.lo + t->stack.size, thread_entry,
+                       after_push_parent, w);
 #ifdef SWARM_ASAN
   __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
-  /* Resumed, perhaps on another kernel thread: our errno back. */
-  *os_errno_location() = parent->saved_errno;
+  /* Resumed, perhaps on another kernel thread (w is the one we are on now,
+   * and its current thread is us): our errno back. Nothing else is live
+   * across the switch, so the fast path needs no callee-saved registers. */
+  *os_errno_location() = w->current->saved_errno;
   return 0;
 }
 
@@ -512,7 +514,10 @@ spawn_general(swarm_thread_t *out, const swarm_attr_t *attr,
 int swarm_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
                 void *(*fn)(void *), void *arg) {
   struct worker *w = worker_current();
-  if (unlikely(attr || !fn || !out || !w))
+  /* The fast path needs both caches non-empty, so that it makes no call
+   * before the switch; refills happen in spawn_general. */
+  if (unlikely(attr || !fn || !out || !w || !w->descs.head ||
+               !w->stacks.head))
     return spawn_general(out, attr, fn, arg);
   return spawn_here(w, out, swarm_rt.default_stack, false, fn, arg);
 }
