@@ -253,6 +253,19 @@ static inline void timers_poll(struct worker *w) {
   }
 }
 
+/* ---- hooks for upper layers ---- */
+/* Called at the start of a thread's exit, on its own stack, for a thread
+ * that holds upper-layer data in any of its slots[]; it may block. The sync
+ * layer registers one (key destructors, its per-thread record). */
+extern void (*swarm_thread_exit_hook)(struct swarm_thread *self);
+/* In a child of fork(): forget the parent's workers (they did not survive
+ * the fork) and make the runtime startable again on this kernel thread;
+ * locks that another kernel thread may have held at the fork are
+ * re-initialised. The caller's descriptor stays valid. */
+void runtime_reset_after_fork(void);
+void desc_table_after_fork(void);
+void stack_pool_after_fork(void);
+
 /* ---- internal services used across core files ---- */
 int runtime_ensure_started(void);
 void ready_queue_push(struct ready_queue *q, struct swarm_thread *t);

@@ -364,7 +364,14 @@ static bool all_threads_exited(void) {
   return spawned == exited;
 }
 
+void (*swarm_thread_exit_hook)(struct swarm_thread *self);
+
 _Noreturn static void thread_finish(struct swarm_thread *t, void *result) {
+  /* Upper layers' exit work first: it may block, so the worker is read
+   * only afterwards. A thread with nothing in its slots pays one test. */
+  if (unlikely((t->slots[0] || t->slots[1] || t->slots[2] || t->slots[3]) &&
+               swarm_thread_exit_hook))
+    swarm_thread_exit_hook(t);
   struct worker *w = worker_current();
   t->result = result;
   uint8_t kind = t->kind;
@@ -970,6 +977,23 @@ int runtime_ensure_started(void) {
          RT_STARTING)
     sched_yield();
   return s == RT_RUNNING ? 0 : EAGAIN;
+}
+
+void runtime_reset_after_fork(void) {
+  static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  swarm_tls_worker = NULL;
+  tls_external = NULL;
+  swarm_rt.workers = NULL; /* the parent's, abandoned with their threads */
+  swarm_rt.nworkers = 0;
+  swarm_rt.main_thread = NULL;
+  atomic_store(&swarm_rt.idle_workers, 0);
+  atomic_store(&swarm_rt.finalize_waiter, NULL);
+  atomic_store(&swarm_rt.main_exited, false);
+  atomic_store(&swarm_rt.external_spawned, 0);
+  swarm_rt.lifecycle_lock = fresh;
+  desc_table_after_fork();
+  stack_pool_after_fork();
+  atomic_store(&swarm_rt.state, RT_OFF);
 }
 
 static bool commit_finalize_wait(struct swarm_thread *self, void *arg) {

@@ -173,6 +173,11 @@ void stack_cache_flush(struct worker *w) {
   w->stacks.count = 0;
 }
 
+void stack_pool_after_fork(void) {
+  static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  stack_pool.lock = fresh;
+}
+
 void stack_pool_shutdown(void) {
   pthread_mutex_lock(&stack_pool.lock);
   while (stack_pool.head) {

@@ -144,6 +144,11 @@ void desc_cache_flush(struct worker *w) {
   w->descs.count = 0;
 }
 
+void desc_table_after_fork(void) {
+  static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  desc_table.lock = fresh;
+}
+
 /* ---- join / detach ---- */
 
 static bool join_commit(struct swarm_thread *self, void *arg) {
