@@ -42,7 +42,8 @@
  *   SWARM_STACK_SIZE=S  default stack size, bytes or with K/M/G suffix
  *                       (default 128K, at least SWARM_STACK_MIN)
  *   SWARM_BIND=1        pin worker i to the i-th CPU of the affinity mask
- *   SWARM_STATS=1       print per-worker counters to stderr at exit
+ *   SWARM_STATS=1       print per-worker counters to stderr at exit (or at
+ *                       swarm_finalize)
  * A malformed value is reported on stderr, naming the variable, and ignored.
  */
 #ifndef SWARM_H
@@ -201,6 +202,209 @@ int swarm_stats_get(swarm_stats_t *stats);
 
 /* Writes the per-worker counters to stderr (what SWARM_STATS=1 prints). */
 void swarm_stats_print(void);
+
+
+/* ==== Synchronisation (src/sync/) ======================================
+ *
+ * Mutexes, condition variables, reader-writer locks, barriers, counting
+ * semaphores, one-time initialisation, thread-specific keys and sleeping,
+ * all for swarm threads. A thread that has to wait parks: its worker runs
+ * other threads meanwhile. Short waits spin briefly first. Every function
+ * also works on a kernel thread that is not a worker (it then sleeps on a
+ * futex while it waits).
+ *
+ * The objects are plain memory: all-zero is a valid unlocked object for
+ * mutexes (normal), condition variables (CLOCK_REALTIME), reader-writer
+ * locks and once flags, which is what the *_INITIALIZER macros give. None
+ * may be copied or moved while in use. Functions return 0 or an errno value
+ * as the pthread functions do. Timed functions take an absolute deadline on
+ * the named clock (CLOCK_REALTIME or CLOCK_MONOTONIC); a CLOCK_REALTIME
+ * deadline is converted to a monotonic one when the wait starts, so a later
+ * change of the system clock does not move it. A deadline whose tv_nsec is
+ * outside [0, 1e9) gives EINVAL; one already past gives ETIMEDOUT once the
+ * non-blocking attempt failed. Clocks are named by <time.h>'s CLOCK_*. */
+struct timespec;
+
+/* ---- Mutexes ---- */
+enum {
+  SWARM_MUTEX_NORMAL = 0,    /* relocking deadlocks; cheapest */
+  SWARM_MUTEX_RECURSIVE = 1, /* the owner may lock it again; count kept */
+  SWARM_MUTEX_ERRORCHECK = 2 /* relock: EDEADLK; unlock by non-owner: EPERM */
+};
+
+typedef struct swarm_mutex {
+  uint32_t state_;  /* 0 free, 1 locked, 2 locked and waiters queued */
+  uint32_t count_;  /* recursion depth beyond the first lock */
+  uint64_t owner_;  /* the owning thread, 0 when free */
+  int32_t kind_;    /* SWARM_MUTEX_*; at the offset glibc keeps its kind */
+  uint32_t lock_;   /* spinlock guarding the waiter queue */
+  void *head_;      /* waiter queue */
+  void *tail_;
+} swarm_mutex_t;
+
+#define SWARM_MUTEX_INITIALIZER {0, 0, 0, SWARM_MUTEX_NORMAL, 0, 0, 0}
+#define SWARM_RECURSIVE_MUTEX_INITIALIZER {0, 0, 0, SWARM_MUTEX_RECURSIVE, 0, 0, 0}
+#define SWARM_ERRORCHECK_MUTEX_INITIALIZER {0, 0, 0, SWARM_MUTEX_ERRORCHECK, 0, 0, 0}
+
+/* EINVAL if m is NULL or type is not a SWARM_MUTEX_* value. */
+int swarm_mutex_init(swarm_mutex_t *m, int type);
+/* EBUSY if locked or waited on. */
+int swarm_mutex_destroy(swarm_mutex_t *m);
+/* EDEADLK: an error-checking mutex the caller holds. EAGAIN: a recursive
+ * mutex locked 2^32-1 times. EINVAL: m NULL or of an unknown type. */
+int swarm_mutex_lock(swarm_mutex_t *m);
+/* As lock, but EBUSY instead of waiting (a recursive mutex the caller
+ * holds is locked again). */
+int swarm_mutex_trylock(swarm_mutex_t *m);
+/* As lock, but ETIMEDOUT once `abstime` on `clock` has passed. */
+int swarm_mutex_timedlock(swarm_mutex_t *m, int clock,
+                          const struct timespec *abstime);
+/* EPERM: a recursive or error-checking mutex the caller does not hold, or a
+ * mutex nobody holds. A normal mutex may be unlocked by another thread. */
+int swarm_mutex_unlock(swarm_mutex_t *m);
+
+/* ---- Condition variables ---- */
+typedef struct swarm_cond {
+  uint32_t lock_;  /* spinlock guarding the waiter queue */
+  int32_t clock_;  /* CLOCK_REALTIME (0) or CLOCK_MONOTONIC */
+  void *head_;     /* waiter queue */
+  void *tail_;
+  uint64_t reserved_[3];
+} swarm_cond_t;
+
+#define SWARM_COND_INITIALIZER {0, 0, 0, 0, {0, 0, 0}}
+
+/* `clock` is the clock swarm_cond_timedwait's deadlines are on:
+ * CLOCK_REALTIME or CLOCK_MONOTONIC, else EINVAL. */
+int swarm_cond_init(swarm_cond_t *c, int clock);
+int swarm_cond_destroy(swarm_cond_t *c); /* EBUSY while waited on */
+/* Atomically unlocks m and waits for a signal; m is locked again on return,
+ * whatever the outcome. EPERM if m is a recursive or error-checking mutex
+ * the caller does not hold (a recursive mutex is released entirely and its
+ * depth restored). Wake-ups may be spurious: wait in a loop. */
+int swarm_cond_wait(swarm_cond_t *c, swarm_mutex_t *m);
+/* ETIMEDOUT once `abstime` on the condition variable's clock passed. */
+int swarm_cond_timedwait(swarm_cond_t *c, swarm_mutex_t *m,
+                         const struct timespec *abstime);
+/* The same against an explicit clock (CLOCK_REALTIME or CLOCK_MONOTONIC). */
+int swarm_cond_clockwait(swarm_cond_t *c, swarm_mutex_t *m, int clock,
+                         const struct timespec *abstime);
+int swarm_cond_signal(swarm_cond_t *c);    /* wakes one waiter, if any */
+int swarm_cond_broadcast(swarm_cond_t *c); /* wakes every waiter */
+
+/* ---- Reader-writer locks ---- */
+enum {
+  SWARM_RWLOCK_PREFER_READER = 0, /* readers enter while writers wait (a
+                                     reader may lock recursively) */
+  SWARM_RWLOCK_PREFER_WRITER = 2  /* a waiting writer holds new readers back */
+};
+
+typedef struct swarm_rwlock {
+  uint32_t lock_;    /* spinlock guarding everything below */
+  uint32_t readers_; /* readers holding it */
+  uint64_t writer_;  /* the writer holding it, 0 if none */
+  void *head_;       /* waiter queue */
+  void *tail_;
+  uint32_t writers_waiting_;
+  uint32_t pad0_;
+  uint64_t pad1_;
+  uint32_t kind_; /* SWARM_RWLOCK_*; at the offset glibc keeps its flags */
+  uint32_t pad2_;
+} swarm_rwlock_t;
+
+#define SWARM_RWLOCK_INITIALIZER {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+
+int swarm_rwlock_init(swarm_rwlock_t *rw, int kind); /* EINVAL: bad kind */
+int swarm_rwlock_destroy(swarm_rwlock_t *rw);        /* EBUSY while held */
+/* EDEADLK if the caller holds it for writing; EAGAIN when 2^32-1 readers
+ * hold it. */
+int swarm_rwlock_rdlock(swarm_rwlock_t *rw);
+int swarm_rwlock_tryrdlock(swarm_rwlock_t *rw); /* EBUSY */
+int swarm_rwlock_timedrdlock(swarm_rwlock_t *rw, int clock,
+                             const struct timespec *abstime);
+/* EDEADLK if the caller holds it for writing. */
+int swarm_rwlock_wrlock(swarm_rwlock_t *rw);
+int swarm_rwlock_trywrlock(swarm_rwlock_t *rw); /* EBUSY */
+int swarm_rwlock_timedwrlock(swarm_rwlock_t *rw, int clock,
+                             const struct timespec *abstime);
+/* Releases the caller's write lock, else one read lock. EPERM if it is not
+ * held at all or held for writing by another thread. */
+int swarm_rwlock_unlock(swarm_rwlock_t *rw);
+
+/* ---- Barriers ---- */
+#define SWARM_BARRIER_SERIAL_THREAD (-1)
+
+typedef struct swarm_barrier {
+  uint32_t lock_;
+  uint32_t count_;   /* threads per round */
+  uint32_t arrived_; /* threads waiting in this round */
+  uint32_t round_;
+  void *head_;
+  void *tail_;
+} swarm_barrier_t;
+
+/* EINVAL if count is 0. */
+int swarm_barrier_init(swarm_barrier_t *b, unsigned count);
+int swarm_barrier_destroy(swarm_barrier_t *b); /* EBUSY while a round runs */
+/* Waits until `count` threads have called it; then one of them gets
+ * SWARM_BARRIER_SERIAL_THREAD and the others 0, and the barrier is ready for
+ * the next round. */
+int swarm_barrier_wait(swarm_barrier_t *b);
+
+/* ---- Counting semaphores ---- */
+#define SWARM_SEM_VALUE_MAX 0x7fffffffu
+
+typedef struct swarm_sem {
+  uint32_t lock_;
+  uint32_t value_;
+  void *head_;
+  void *tail_;
+  uint32_t magic_; /* set by swarm_sem_init */
+  uint32_t pad_;
+} swarm_sem_t;
+
+int swarm_sem_init(swarm_sem_t *s, unsigned value); /* EINVAL: > VALUE_MAX */
+int swarm_sem_destroy(swarm_sem_t *s); /* EBUSY while waited on */
+int swarm_sem_wait(swarm_sem_t *s);
+int swarm_sem_trywait(swarm_sem_t *s); /* EAGAIN when the value is 0 */
+int swarm_sem_timedwait(swarm_sem_t *s, int clock,
+                        const struct timespec *abstime);
+int swarm_sem_post(swarm_sem_t *s); /* EOVERFLOW at SWARM_SEM_VALUE_MAX */
+int swarm_sem_getvalue(swarm_sem_t *s, int *value);
+/* Every swarm_sem_* function returns EINVAL for an object that was not
+ * initialised with swarm_sem_init (or was destroyed). */
+
+/* ---- One-time initialisation ---- */
+typedef uint32_t swarm_once_t;
+#define SWARM_ONCE_INIT 0u
+/* Runs fn exactly once per `once` object; concurrent callers wait until it
+ * has returned. EINVAL if once or fn is NULL. */
+int swarm_once(swarm_once_t *once, void (*fn)(void));
+
+/* ---- Thread-specific data ---- */
+typedef uint32_t swarm_key_t;
+#define SWARM_KEYS_MAX 1024
+#define SWARM_DESTRUCTOR_ITERATIONS 4
+
+/* Creates a key; every thread's value for it starts NULL. When a thread
+ * exits with a non-NULL value, the value is set to NULL and destructor(value)
+ * runs on that thread (up to SWARM_DESTRUCTOR_ITERATIONS rounds while
+ * destructors set values again). EAGAIN when SWARM_KEYS_MAX keys exist.
+ * See docs/sync.md for which thread exits run destructors. */
+int swarm_key_create(swarm_key_t *key, void (*destructor)(void *));
+/* EINVAL if the key does not exist. Destructors do not run. */
+int swarm_key_delete(swarm_key_t key);
+/* The calling thread's value, NULL if none or the key does not exist. */
+void *swarm_getspecific(swarm_key_t key);
+/* EINVAL: no such key; ENOMEM: no memory for the thread's value table. */
+int swarm_setspecific(swarm_key_t key, const void *value);
+
+/* ---- Sleeping ---- */
+/* Parks the calling thread for at least `ns` nanoseconds (0: yields). On a
+ * kernel thread that is not a worker it sleeps that kernel thread. */
+void swarm_sleep_ns(uint64_t ns);
+
+/* ==== end of Synchronisation ========================================== */
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

@@ -1,0 +1,103 @@
+/*
+ * pthread/dropin.h — internal interface of the pthread drop-in
+ * (libswarm-pthread.so): the per-thread record behind a pthread_t, and the
+ * real libc functions (sys.c).
+ *
+ * A pthread_t is the address of a `struct dropin_thread`. Threads made by
+ * pthread_create get one at creation; threads that already existed (main,
+ * kernel threads made by libc itself) get one the first time they need it
+ * ("adopted"). The record is found from the running thread through its
+ * descriptor's slots[SLOT_PTHREAD].
+ *
+ * Lifetime: a created joinable thread's record is freed by its joiner; a
+ * detached one's by whichever of "exit" and "detach" comes second (both
+ * decide under rec->done.lock); adopted records live as long as the process.
+ */
+#ifndef SWARM_PTHREAD_DROPIN_H
+#define SWARM_PTHREAD_DROPIN_H
+
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "core/core.h"
+#include "sync/sync.h"
+
+#define DROPIN_MAGIC 0x7d5a11edu
+
+struct dropin_thread {
+  uint32_t magic;
+  _Atomic(struct swarm_thread *) desc; /* set when it starts running */
+  swarm_thread_t handle;               /* core handle; 0 when adopted */
+  void *(*fn)(void *);
+  void *arg;
+  void *result;
+  /* done.lock also guards detached, exited and joiner. */
+  struct sync_event done;
+  bool created;  /* by pthread_create: joinable through core */
+  bool external; /* an adopted kernel thread that is not a swarm thread */
+  bool detached;
+  bool exited;
+  struct dropin_thread *joiner;
+  /* cancellation (deferred only) */
+  _Atomic int cancel_pending;
+  int cancel_state; /* PTHREAD_CANCEL_ENABLE / DISABLE */
+  int cancel_type;  /* recorded; acted on as deferred */
+  bool exiting;     /* cleanup handlers and destructors are running */
+  void *exit_value;
+  __pthread_unwind_buf_t *cleanup_top; /* chain through __pad[0] */
+  pthread_t kthread;                   /* adopted external: its NPTL handle */
+  size_t stack_size;
+  int sched_policy;
+  struct sched_param sched_param;
+  char name[16];
+};
+
+/* The calling thread's record (adopting it if needed); never NULL. */
+struct dropin_thread *dropin_self(void);
+/* The record named by a pthread_t, or NULL if it does not look like one. */
+struct dropin_thread *dropin_lookup(pthread_t t);
+/* A cancellation point: acts on a pending, enabled cancellation. */
+void dropin_testcancel(void);
+/* Ends the calling thread as cancelled (cleanup handlers, destructors). */
+_Noreturn void dropin_act_cancel(void);
+/* Makes sure the runtime runs (the constructor starts it). */
+void dropin_ensure_runtime(void);
+
+/* Sets errno of the running kernel thread; safe after a context switch. */
+static inline int dropin_fail(int e) {
+  *os_errno_location() = e;
+  return -1;
+}
+
+/* ---- the real functions (sys.c) ---- */
+int swarm_sys_pthread_create(pthread_t *t, const pthread_attr_t *a,
+                             void *(*fn)(void *), void *arg);
+int swarm_sys_pthread_join(pthread_t t, void **r);
+pthread_t swarm_sys_pthread_self(void);
+int swarm_sys_pthread_sigmask(int how, const sigset_t *set, sigset_t *old);
+int swarm_sys_pthread_getattr_np(pthread_t t, pthread_attr_t *a);
+int swarm_sys_pthread_kill(pthread_t t, int sig);
+_Noreturn void swarm_sys_pthread_exit(void *v);
+int swarm_sys_sched_yield(void);
+int swarm_sys_nanosleep(const struct timespec *req, struct timespec *rem);
+int swarm_sys_clock_nanosleep(clockid_t c, int flags,
+                              const struct timespec *req, struct timespec *rem);
+int swarm_sys_usleep(useconds_t us);
+unsigned swarm_sys_sleep(unsigned s);
+pid_t swarm_sys_fork(void);
+int swarm_sys_sem_init(sem_t *s, int pshared, unsigned v);
+int swarm_sys_sem_destroy(sem_t *s);
+int swarm_sys_sem_wait(sem_t *s);
+int swarm_sys_sem_trywait(sem_t *s);
+int swarm_sys_sem_timedwait(sem_t *s, const struct timespec *t);
+int swarm_sys_sem_clockwait(sem_t *s, clockid_t c, const struct timespec *t);
+int swarm_sys_sem_post(sem_t *s);
+int swarm_sys_sem_getvalue(sem_t *s, int *v);
+
+/* The drop-in's exported functions have default visibility. */
+#define DROPIN_API __attribute__((visibility("default")))
+
+#endif

@@ -1,0 +1,625 @@
+/*
+ * pthread/thread.c — the drop-in's threads: pthread_create/join/detach/
+ * exit/self/equal, deferred cancellation with cleanup handlers, thread
+ * attributes and the per-thread calls (names, scheduling, affinity,
+ * signals), fork, and starting the runtime when the library is loaded.
+ *
+ * Starting. The constructor starts the runtime while the process is still
+ * single-threaded, so main's flow is a swarm thread from its first
+ * instruction and keeps one identity (pthread_self, mutex ownership, keys)
+ * for its whole life. Starting lazily on the first pthread_create would give
+ * main a second descriptor mid-flight and orphan whatever it owned.
+ *
+ * Exit. A thread ends through finish(): key destructors run (sync_thread_exit),
+ * the record is marked exited and joiners are readied (or it is freed, when
+ * detached), then swarm_exit ends the swarm thread. Returning from the start
+ * routine, pthread_exit and acting on a cancellation all end there; the last
+ * two first run the cleanup handlers.
+ *
+ * Cleanup handlers. glibc's pthread_cleanup_push (C, without -fexceptions)
+ * saves a jump buffer with __sigsetjmp and registers it with
+ * __pthread_register_cancel; pthread_cleanup_pop unregisters it. We keep
+ * those buffers in a per-thread chain (linked through the buffer's spare
+ * __pad[0]); to unwind, we pop the top buffer and longjmp to it, the
+ * macro's code runs the handler and calls __pthread_unwind_next, which
+ * continues with the next buffer and finally calls finish(). A jump buffer
+ * holds no kernel-thread state, so it may be taken on one worker and
+ * resumed on another. C++ and -fexceptions cleanups need forced unwinding,
+ * which this does not do (docs/dropin.md).
+ *
+ * Cancellation is deferred (an asynchronous type is accepted and acted on
+ * at the same points): pthread_cancel marks the record and interrupts the
+ * target's interruptible wait (sync_interrupt); cancellation points check
+ * the mark on entry and run their wait interruptibly.
+ * The race between pthread_cancel and a thread that has not published its
+ * descriptor yet is won by ordering: the canceller stores cancel_pending
+ * then loads desc; the thread stores desc then loads cancel_pending at its
+ * first cancellation point (both seq_cst). One of them sees the other.
+ *
+ * fork. The child has one kernel thread: the one that called fork, running
+ * the calling swarm thread on its swarm stack. Every other thread of the
+ * parent exists in the child's memory only as a copy that must never run.
+ * So the child forgets the parent's runtime (its workers are not there) and
+ * starts a fresh one, in which the calling flow is the main thread; its
+ * pthread_t, keys and mutex ownership carry over (sync_set_alias). See
+ * fork_child_reset for the one place that writes core's state, and
+ * docs/dropin.md for the core hook that should replace it.
+ */
+#include <dlfcn.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pthread/dropin.h"
+
+#define DROPIN_DEFAULT_STACK ((size_t)256 * 1024)
+
+static size_t nptl_default_stack; /* what glibc's attr reports by default */
+
+/* ---- records ---- */
+
+struct dropin_thread *dropin_lookup(pthread_t t) {
+  struct dropin_thread *r = (struct dropin_thread *)t;
+  if (!r || ((uintptr_t)r & 7) || r->magic != DROPIN_MAGIC)
+    return NULL;
+  return r;
+}
+
+static struct dropin_thread *record_new(void) {
+  struct dropin_thread *r = calloc(1, sizeof *r);
+  if (!r)
+    return NULL;
+  r->magic = DROPIN_MAGIC;
+  r->cancel_state = PTHREAD_CANCEL_ENABLE;
+  r->cancel_type = PTHREAD_CANCEL_DEFERRED;
+  r->sched_policy = SCHED_OTHER;
+  return r;
+}
+
+struct dropin_thread *dropin_self(void) {
+  struct swarm_thread *t = sync_self();
+  struct dropin_thread *r =
+      __atomic_load_n(&t->slots[SLOT_PTHREAD], __ATOMIC_ACQUIRE);
+  if (likely(r))
+    return r;
+  /* Adopt main's flow or a kernel thread libc (or anyone) made directly. */
+  r = record_new();
+  if (!r) {
+    static const char msg[] = "swarm-pthread: out of memory for a thread "
+                              "record\n";
+    os_write_stderr(msg, sizeof msg - 1);
+    abort();
+  }
+  atomic_store(&r->desc, t);
+  r->external = worker_current() == NULL;
+  if (r->external)
+    r->kthread = swarm_sys_pthread_self();
+  __atomic_store_n(&t->slots[SLOT_PTHREAD], r, __ATOMIC_RELEASE);
+  return r;
+}
+
+/* ---- starting ---- */
+
+void dropin_ensure_runtime(void) {
+  if (swarm_is_running())
+    return;
+  swarm_config_t cfg = {0};
+  const char *s = getenv("SWARM_STACK_SIZE");
+  if (!s || !*s)
+    cfg.stack_size = DROPIN_DEFAULT_STACK;
+  int r = swarm_init(&cfg);
+  if (r && r != EBUSY) {
+    static const char msg[] = "swarm-pthread: cannot start the runtime; "
+                              "threads will fail to start\n";
+    os_write_stderr(msg, sizeof msg - 1);
+  }
+}
+
+__attribute__((constructor)) static void dropin_load(void) {
+  pthread_attr_t a;
+  if (pthread_attr_init(&a) == 0) {
+    pthread_attr_getstacksize(&a, &nptl_default_stack);
+    pthread_attr_destroy(&a);
+  }
+  dropin_ensure_runtime();
+  if (swarm_is_running())
+    (void)dropin_self(); /* main's record, while we are single-threaded */
+}
+
+/* ---- exit ---- */
+
+_Noreturn static void finish(struct dropin_thread *r, void *value) {
+  struct swarm_thread *self = sync_self();
+  r->exiting = true;
+  sync_thread_exit(self);
+  if (r->external)
+    swarm_sys_pthread_exit(value); /* an NPTL thread: NPTL ends it */
+  r->result = value;
+  struct sync_waiter *list = NULL, *last = NULL, *w;
+  sync_spin_lock(&r->done.lock);
+  r->exited = true;
+  bool detached = r->detached;
+  if (!detached) {
+    __atomic_store_n(&r->done.done, 1, __ATOMIC_RELEASE);
+    while ((w = sync_queue_pop(&r->done.queue, 0))) {
+      w->next = NULL;
+      if (last)
+        last->next = w;
+      else
+        list = w;
+      last = w;
+    }
+  }
+  sync_spin_unlock(&r->done.lock);
+  /* Joinable: from the unlock on, the joiner may free r. Detached: nobody
+   * else can reach r any more. */
+  if (detached) {
+    r->magic = 0;
+    free(r);
+  }
+  sync_ready_list(list);
+  swarm_exit(value);
+}
+
+/* longjmp by its plain symbol: neither _FORTIFY_SOURCE's __longjmp_chk
+ * (which refuses jumps it cannot place on the current stack) nor the
+ * prototype's jmp_buf size (the cancel buffer is glibc's shorter layout). */
+extern _Noreturn void dropin_longjmp(void *env, int value) __asm__("longjmp");
+
+_Noreturn static void unwind_or_finish(struct dropin_thread *r) {
+  __pthread_unwind_buf_t *b = r->cleanup_top;
+  if (b) {
+    r->cleanup_top = b->__pad[0];
+    /* Into pthread_cleanup_push's __sigsetjmp (saved without the signal
+     * mask, so only the registers and __mask_was_saved == 0 are read). */
+    dropin_longjmp(b->__cancel_jmp_buf, 1);
+  }
+  finish(r, r->exit_value);
+}
+
+DROPIN_API _Noreturn void pthread_exit(void *value) {
+  struct dropin_thread *r = dropin_self();
+  r->exiting = true;
+  r->exit_value = value;
+  unwind_or_finish(r);
+}
+
+DROPIN_API void __pthread_register_cancel(__pthread_unwind_buf_t *buf) {
+  struct dropin_thread *r = dropin_self();
+  buf->__pad[0] = r->cleanup_top;
+  r->cleanup_top = buf;
+}
+
+DROPIN_API void __pthread_unregister_cancel(__pthread_unwind_buf_t *buf) {
+  struct dropin_thread *r = dropin_self();
+  r->cleanup_top = buf->__pad[0];
+}
+
+DROPIN_API _Noreturn void __pthread_unwind_next(__pthread_unwind_buf_t *buf) {
+  (void)buf; /* already popped by unwind_or_finish */
+  unwind_or_finish(dropin_self());
+}
+
+/* ---- cancellation ---- */
+
+_Noreturn void dropin_act_cancel(void) {
+  struct dropin_thread *r = dropin_self();
+  r->cancel_state = PTHREAD_CANCEL_DISABLE;
+  sync_interrupt_clear(sync_self());
+  r->exiting = true;
+  r->exit_value = PTHREAD_CANCELED;
+  unwind_or_finish(r);
+}
+
+void dropin_testcancel(void) {
+  struct swarm_thread *t = sync_self();
+  struct dropin_thread *r =
+      __atomic_load_n(&t->slots[SLOT_PTHREAD], __ATOMIC_ACQUIRE);
+  if (r && atomic_load_explicit(&r->cancel_pending, memory_order_seq_cst) &&
+      r->cancel_state == PTHREAD_CANCEL_ENABLE && !r->exiting)
+    dropin_act_cancel();
+}
+
+DROPIN_API void pthread_testcancel(void) {
+  dropin_testcancel();
+}
+
+DROPIN_API int pthread_cancel(pthread_t t) {
+  struct dropin_thread *r = dropin_lookup(t);
+  if (!r)
+    return ESRCH;
+  atomic_store_explicit(&r->cancel_pending, 1, memory_order_seq_cst);
+  if (r == dropin_self()) {
+    if (r->cancel_state == PTHREAD_CANCEL_ENABLE &&
+        r->cancel_type == PTHREAD_CANCEL_ASYNCHRONOUS && !r->exiting)
+      dropin_act_cancel();
+    return 0;
+  }
+  struct swarm_thread *d = atomic_load_explicit(&r->desc, memory_order_seq_cst);
+  if (d && r->cancel_state == PTHREAD_CANCEL_ENABLE && !r->exited &&
+      !r->exiting)
+    sync_interrupt(d);
+  return 0;
+}
+
+DROPIN_API int pthread_setcancelstate(int state, int *old) {
+  if (state != PTHREAD_CANCEL_ENABLE && state != PTHREAD_CANCEL_DISABLE)
+    return EINVAL;
+  struct dropin_thread *r = dropin_self();
+  if (old)
+    *old = r->cancel_state;
+  r->cancel_state = state;
+  if (state == PTHREAD_CANCEL_DISABLE) {
+    sync_interrupt_clear(sync_self());
+  } else if (atomic_load(&r->cancel_pending) && !r->exiting) {
+    if (r->cancel_type == PTHREAD_CANCEL_ASYNCHRONOUS)
+      dropin_act_cancel();
+    sync_interrupt(sync_self()); /* the next wait ends at once */
+  }
+  return 0;
+}
+
+DROPIN_API int pthread_setcanceltype(int type, int *old) {
+  if (type != PTHREAD_CANCEL_DEFERRED && type != PTHREAD_CANCEL_ASYNCHRONOUS)
+    return EINVAL;
+  struct dropin_thread *r = dropin_self();
+  if (old)
+    *old = r->cancel_type;
+  r->cancel_type = type;
+  if (type == PTHREAD_CANCEL_ASYNCHRONOUS)
+    dropin_testcancel();
+  return 0;
+}
+
+/* ---- create ---- */
+
+static void *trampoline(void *arg) {
+  struct dropin_thread *r = arg;
+  struct swarm_thread *self = sync_self();
+  __atomic_store_n(&self->slots[SLOT_PTHREAD], r, __ATOMIC_RELEASE);
+  atomic_store_explicit(&r->desc, self, memory_order_seq_cst);
+  void *value = r->fn(r->arg);
+  r = dropin_self(); /* after fork the record is the same, but reread */
+  r->exit_value = value;
+  finish(r, value);
+}
+
+DROPIN_API int pthread_create(pthread_t *out, const pthread_attr_t *attr,
+                              void *(*fn)(void *), void *arg) {
+  dropin_ensure_runtime();
+  int detach = PTHREAD_CREATE_JOINABLE;
+  size_t stack = 0;
+  if (attr) {
+    if (pthread_attr_getdetachstate(attr, &detach) ||
+        pthread_attr_getstacksize(attr, &stack))
+      return EINVAL;
+    if (stack == nptl_default_stack)
+      stack = 0; /* not chosen by the program: swarm's default */
+    else if (stack < SWARM_STACK_MIN)
+      stack = SWARM_STACK_MIN;
+    else if (stack > ((size_t)1 << 30))
+      return EINVAL;
+  }
+  struct dropin_thread *r = record_new();
+  if (!r)
+    return EAGAIN;
+  r->fn = fn;
+  r->arg = arg;
+  r->created = true;
+  r->detached = detach == PTHREAD_CREATE_DETACHED;
+  r->stack_size = stack;
+  swarm_attr_t sa;
+  swarm_attr_init(&sa);
+  if (stack)
+    swarm_attr_setstacksize(&sa, stack);
+  if (r->detached)
+    swarm_attr_setdetachstate(&sa, SWARM_CREATE_DETACHED);
+  /* NPTL stores *out before the thread runs; programs read it from the
+   * new thread. With work-first spawn the child runs before we return. */
+  *out = (pthread_t)r;
+  /* The handle lands in r before the child runs (swarm_spawn's promise). */
+  int e = swarm_spawn(&r->handle, &sa, trampoline, r);
+  swarm_attr_destroy(&sa);
+  if (e) {
+    r->magic = 0;
+    free(r);
+    return EAGAIN;
+  }
+  return 0;
+}
+
+/* ---- join / detach ---- */
+
+static int join_common(pthread_t t, void **ret, bool try, int clock,
+                       const struct timespec *abstime) {
+  struct dropin_thread *r = dropin_lookup(t);
+  if (!r)
+    return ESRCH;
+  struct dropin_thread *self = dropin_self();
+  if (r == self)
+    return EDEADLK;
+  uint64_t deadline = 0;
+  bool expired = false;
+  if (abstime) {
+    int e = sync_deadline(clock, abstime, &deadline, &expired);
+    if (e)
+      return e;
+  }
+  if (!try)
+    dropin_testcancel();
+  sync_spin_lock(&r->done.lock);
+  if (r->detached || r->joiner) {
+    sync_spin_unlock(&r->done.lock);
+    return EINVAL;
+  }
+  if (self->joiner == r) { /* it is joining us: both would wait forever */
+    sync_spin_unlock(&r->done.lock);
+    return EDEADLK;
+  }
+  if (try && !r->exited) {
+    sync_spin_unlock(&r->done.lock);
+    return EBUSY;
+  }
+  r->joiner = self;
+  sync_spin_unlock(&r->done.lock);
+  if (!try) {
+    int e = expired ? (r->done.done ? 0 : ETIMEDOUT)
+                    : sync_event_wait(&r->done, deadline, true);
+    if (e) {
+      sync_spin_lock(&r->done.lock);
+      r->joiner = NULL;
+      sync_spin_unlock(&r->done.lock);
+      if (e == ECANCELED)
+        dropin_act_cancel();
+      return e;
+    }
+  }
+  if (r->created)
+    swarm_join(r->handle, NULL); /* the swarm thread is ending: brief */
+  if (ret)
+    *ret = r->result;
+  if (r->created) {
+    r->magic = 0;
+    free(r);
+  }
+  return 0;
+}
+
+DROPIN_API int pthread_join(pthread_t t, void **ret) {
+  return join_common(t, ret, false, CLOCK_REALTIME, NULL);
+}
+DROPIN_API int pthread_tryjoin_np(pthread_t t, void **ret) {
+  return join_common(t, ret, true, CLOCK_REALTIME, NULL);
+}
+DROPIN_API int pthread_timedjoin_np(pthread_t t, void **ret,
+                                    const struct timespec *abstime) {
+  if (!abstime)
+    return join_common(t, ret, false, CLOCK_REALTIME, NULL);
+  return join_common(t, ret, false, CLOCK_REALTIME, abstime);
+}
+DROPIN_API int pthread_clockjoin_np(pthread_t t, void **ret, clockid_t clock,
+                                    const struct timespec *abstime) {
+  if (!abstime)
+    return join_common(t, ret, false, CLOCK_REALTIME, NULL);
+  return join_common(t, ret, false, clock, abstime);
+}
+
+DROPIN_API int pthread_detach(pthread_t t) {
+  struct dropin_thread *r = dropin_lookup(t);
+  if (!r)
+    return ESRCH;
+  sync_spin_lock(&r->done.lock);
+  if (r->detached || r->joiner) {
+    sync_spin_unlock(&r->done.lock);
+    return EINVAL;
+  }
+  r->detached = true;
+  bool exited = r->exited, created = r->created;
+  swarm_thread_t h = r->handle;
+  sync_spin_unlock(&r->done.lock);
+  /* From the unlock on, a thread still running frees r when it exits. */
+  if (created)
+    swarm_detach(h);
+  if (exited && created) {
+    r->magic = 0;
+    free(r);
+  }
+  return 0;
+}
+
+DROPIN_API pthread_t pthread_self(void) {
+  return (pthread_t)dropin_self();
+}
+
+DROPIN_API int pthread_equal(pthread_t a, pthread_t b) {
+  return a == b;
+}
+
+/* ---- per-thread properties ---- */
+
+DROPIN_API int pthread_getattr_np(pthread_t t, pthread_attr_t *attr) {
+  struct dropin_thread *r = dropin_lookup(t);
+  if (!r)
+    return ESRCH;
+  struct swarm_thread *d = atomic_load(&r->desc);
+  if (!r->created) {
+    /* main or an NPTL kernel thread: its own kernel stack. */
+    if (r->external)
+      return swarm_sys_pthread_getattr_np(r->kthread, attr);
+    if (r == dropin_self())
+      return swarm_sys_pthread_getattr_np(swarm_sys_pthread_self(), attr);
+  }
+  int e = pthread_attr_init(attr);
+  if (e)
+    return e;
+  pthread_attr_setdetachstate(attr, r->detached ? PTHREAD_CREATE_DETACHED
+                                                : PTHREAD_CREATE_JOINABLE);
+  if (d && d->stack.lo && d->stack.size)
+    pthread_attr_setstack(attr, d->stack.lo, d->stack.size);
+  else if (r->stack_size)
+    pthread_attr_setstacksize(attr, r->stack_size);
+  return 0;
+}
+
+DROPIN_API int pthread_setname_np(pthread_t t, const char *name) {
+  struct dropin_thread *r = dropin_lookup(t);
+  if (!r)
+    return ESRCH;
+  size_t n = strlen(name);
+  if (n >= sizeof r->name)
+    return ERANGE;
+  memcpy(r->name, name, n + 1);
+  return 0;
+}
+
+DROPIN_API int pthread_getname_np(pthread_t t, char *buf, size_t len) {
+  struct dropin_thread *r = dropin_lookup(t);
+  if (!r)
+    return ESRCH;
+  size_t n = strnlen(r->name, sizeof r->name);
+  if (len < n + 1)
+    return ERANGE;
+  memcpy(buf, r->name, n);
+  buf[n] = 0;
+  return 0;
+}
+
+/* Scheduling and affinity of a swarm thread are the runtime's: accepted,
+ * recorded and reported back, not applied (docs/dropin.md). */
+DROPIN_API int pthread_setschedparam(pthread_t t, int policy,
+                                     const struct sched_param *p) {
+  struct dropin_thread *r = dropin_lookup(t);
+  if (!r)
+    return ESRCH;
+  if (policy != SCHED_OTHER && policy != SCHED_BATCH && policy != SCHED_IDLE)
+    return ENOTSUP;
+  if (p->sched_priority != 0)
+    return EINVAL;
+  r->sched_policy = policy;
+  r->sched_param = *p;
+  return 0;
+}
+
+DROPIN_API int pthread_getschedparam(pthread_t t, int *policy,
+                                     struct sched_param *p) {
+  struct dropin_thread *r = dropin_lookup(t);
+  if (!r)
+    return ESRCH;
+  *policy = r->sched_policy;
+  *p = r->sched_param;
+  return 0;
+}
+
+DROPIN_API int pthread_setschedprio(pthread_t t, int prio) {
+  struct dropin_thread *r = dropin_lookup(t);
+  if (!r)
+    return ESRCH;
+  return prio == 0 ? 0 : EINVAL;
+}
+
+DROPIN_API int pthread_setaffinity_np(pthread_t t, size_t size,
+                                      const cpu_set_t *set) {
+  (void)size;
+  (void)set;
+  if (!dropin_lookup(t))
+    return ESRCH;
+  return 0;
+}
+
+DROPIN_API int pthread_getaffinity_np(pthread_t t, size_t size,
+                                      cpu_set_t *set) {
+  if (!dropin_lookup(t))
+    return ESRCH;
+  return sched_getaffinity(0, size, set) ? errno : 0;
+}
+
+DROPIN_API int pthread_getcpuclockid(pthread_t t, clockid_t *clock) {
+  (void)clock;
+  if (!dropin_lookup(t))
+    return ESRCH;
+  return ENOENT; /* a swarm thread has no kernel CPU clock of its own */
+}
+
+/* ---- signals ---- */
+
+/* The signal mask belongs to the kernel thread, i.e. the worker running
+ * the caller (docs/dropin.md). */
+DROPIN_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
+  return swarm_sys_pthread_sigmask(how, set, old);
+}
+
+DROPIN_API int pthread_kill(pthread_t t, int sig) {
+  struct dropin_thread *r = dropin_lookup(t);
+  if (!r)
+    return ESRCH;
+  if (sig < 0 || sig >= NSIG)
+    return EINVAL;
+  if (r->exited)
+    return ESRCH;
+  if (sig == 0)
+    return 0;
+  if (r->external)
+    return swarm_sys_pthread_kill(r->kthread, sig);
+  if (r == dropin_self()) /* delivered here before we return */
+    return swarm_sys_pthread_kill(swarm_sys_pthread_self(), sig);
+  return ENOTSUP; /* no kernel thread belongs to another swarm thread */
+}
+
+/* ---- yield ---- */
+
+DROPIN_API int sched_yield(void) {
+  if (worker_current()) {
+    swarm_yield();
+    return 0;
+  }
+  return swarm_sys_sched_yield();
+}
+
+/* glibc >= 2.34's header redirects pthread_yield to sched_yield (the change
+ * that broke MassiveThreads' drop-in build); programs built against older
+ * glibc still call the symbol pthread_yield. Define the symbol by its
+ * assembler name so neither header version matters. */
+DROPIN_API int dropin_pthread_yield(void) __asm__("pthread_yield");
+DROPIN_API int dropin_pthread_yield(void) {
+  return sched_yield();
+}
+
+/* ---- fork ---- */
+
+/* In the child: forget the parent's runtime, whose workers did not survive
+ * fork (core's runtime_reset_after_fork), and start a fresh one on this
+ * kernel thread with the calling flow as its main thread. */
+static void fork_child_reset(struct swarm_thread *before) {
+  void *pthread_slot = before->slots[SLOT_PTHREAD];
+  void *sync_slot = before->slots[SLOT_SYNC];
+  runtime_reset_after_fork();
+  dropin_ensure_runtime();
+  struct swarm_thread *now = sync_self();
+  if (now == before)
+    return;
+  now->slots[SLOT_PTHREAD] = pthread_slot;
+  now->slots[SLOT_SYNC] = sync_slot;
+  sync_set_alias(before, now);
+  struct dropin_thread *r = pthread_slot;
+  if (r) {
+    atomic_store(&r->desc, now);
+    /* It is the child's main thread now: no core handle to join. */
+    r->created = false;
+    r->handle = 0;
+    r->external = worker_current() == NULL;
+    if (r->external)
+      r->kthread = swarm_sys_pthread_self();
+  }
+}
+
+DROPIN_API pid_t fork(void) {
+  bool running = swarm_is_running();
+  struct swarm_thread *before = running ? sync_self() : NULL;
+  pid_t pid = swarm_sys_fork();
+  if (pid == 0 && running)
+    fork_child_reset(before);
+  return pid;
+}

@@ -1,0 +1,90 @@
+/*
+ * sync/once.c — swarm_once: run a routine exactly once.
+ *
+ * The once word (4 bytes, all the room pthread_once_t gives) goes
+ * 0 (not run) -> 1 (running) -> 2 (done). It has no room for a queue, so
+ * threads that find it running wait in one of a fixed set of wait buckets
+ * chosen by the word's address, tagged with that address. The runner, after
+ * storing 2, takes the bucket's lock and readies the waiters with its tag;
+ * a waiter re-checks the word under the same lock before it queues, so the
+ * store of 2 and the waiter's check are ordered by that lock and no wake-up
+ * is lost.
+ */
+#include "sync/sync.h"
+
+#define ONCE_BUCKETS 64
+#define ONCE_NOT_RUN 0u
+#define ONCE_RUNNING 1u
+#define ONCE_DONE 2u
+
+static struct once_bucket {
+  uint32_t lock;
+  struct sync_queue queue;
+} once_buckets[ONCE_BUCKETS];
+
+static struct once_bucket *bucket_of(swarm_once_t *once) {
+  uintptr_t a = (uintptr_t)once;
+  return &once_buckets[(a >> 2 ^ a >> 9) % ONCE_BUCKETS];
+}
+
+static void wake_tagged(swarm_once_t *once) {
+  struct once_bucket *b = bucket_of(once);
+  struct sync_waiter *list = NULL, *last = NULL;
+  sync_spin_lock(&b->lock);
+  struct sync_waiter *w = b->queue.head;
+  while (w) {
+    struct sync_waiter *next = w->next;
+    if (w->tag == (uintptr_t)once) {
+      sync_queue_remove(&b->queue, w);
+      w->result = 0;
+      w->next = NULL;
+      if (last)
+        last->next = w;
+      else
+        list = w;
+      last = w;
+    }
+    w = next;
+  }
+  sync_spin_unlock(&b->lock);
+  sync_ready_list(list);
+}
+
+int swarm_once(swarm_once_t *once, void (*fn)(void)) {
+  if (!once || !fn)
+    return EINVAL;
+  _Atomic uint32_t *word = (_Atomic uint32_t *)once;
+  for (;;) {
+    uint32_t s = atomic_load_explicit(word, memory_order_acquire);
+    if (likely(s == ONCE_DONE))
+      return 0;
+    if (s == ONCE_NOT_RUN) {
+      if (!atomic_compare_exchange_strong_explicit(word, &s, ONCE_RUNNING,
+                                                   memory_order_acquire,
+                                                   memory_order_acquire))
+        continue;
+      fn();
+      atomic_store_explicit(word, ONCE_DONE, memory_order_release);
+      wake_tagged(once);
+      return 0;
+    }
+    /* Running elsewhere: wait for it. */
+    struct once_bucket *b = bucket_of(once);
+    struct sync_waiter w;
+    sync_waiter_init(&w, sync_self(), &b->lock, &b->queue, NULL, NULL);
+    w.tag = (uintptr_t)once;
+    sync_spin_lock(&b->lock);
+    if (atomic_load_explicit(word, memory_order_acquire) != ONCE_RUNNING) {
+      sync_spin_unlock(&b->lock);
+      continue;
+    }
+    sync_queue_push(&b->queue, &w);
+    sync_wait_park(&w);
+  }
+}
+
+void sync_once_abort(swarm_once_t *once) {
+  atomic_store_explicit((_Atomic uint32_t *)once, ONCE_NOT_RUN,
+                        memory_order_release);
+  wake_tagged(once);
+}

@@ -1,0 +1,234 @@
+/*
+ * sync/sync.h — the internal interface of the synchronisation layer: the
+ * waiter every blocking primitive queues, the one function that parks on it
+ * (with an optional deadline and an optional interruption for pthread
+ * cancellation), the per-thread record (thread-specific values, interrupt
+ * flag) and the small spinlock that guards each object's waiter queue.
+ *
+ * The waiter protocol, shared by mutex, cond, rwlock, barrier, sem, once and
+ * sleep:
+ *   1. The waiting thread builds a `struct sync_waiter` on its own stack,
+ *      takes the object's spinlock, decides it must wait, appends the waiter
+ *      to the object's queue (`queued` = 1) and calls sync_wait_park() with
+ *      the spinlock still held.
+ *   2. sync_wait_park parks through swarm_park; its commit, running once the
+ *      thread is off its stack, arms the deadline timer and only then
+ *      releases the spinlock. So nobody can dequeue-and-ready the thread
+ *      before it is parked (core's ownership rule), and the timer cannot fire
+ *      on this worker while the spinlock is held by the parking thread.
+ *   3. Exactly one party dequeues a waiter, always under the object's
+ *      spinlock, and sets `result` then: a waker (0, with whatever the
+ *      primitive granted, e.g. mutex ownership handed over), the deadline
+ *      timer (ETIMEDOUT), or an interrupter (ECANCELED). That party then
+ *      readies the thread after releasing the spinlock. A party that finds
+ *      `queued` == 0 does nothing.
+ *   4. The woken thread disarms its timer; if the timer's callback already
+ *      started it waits for `timer_done` before its stack (and the waiter)
+ *      goes away.
+ *
+ * Lock order: an object's spinlock may be taken while holding another
+ * object's only as cond -> mutex (cond wait releases the mutex while it
+ * holds the cond's lock); a thread record's lock may be held while taking an
+ * object's lock (interruption), never the other way round.
+ *
+ * Nothing ever parks while holding a spinlock other than through step 2, and
+ * a worker never switches threads inside a critical section, so a spinlock
+ * is only ever contended by code running on another kernel thread.
+ */
+#ifndef SWARM_SYNC_H
+#define SWARM_SYNC_H
+
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "core/core.h"
+
+/* ---- spinlock (a uint32_t inside each public object) ---- */
+
+static inline _Atomic uint32_t *sync_lockword(uint32_t *w) {
+  return (_Atomic uint32_t *)w;
+}
+
+void sync_spin_contended(_Atomic uint32_t *l);
+
+static inline void sync_spin_lock(uint32_t *word) {
+  _Atomic uint32_t *l = sync_lockword(word);
+  if (likely(!atomic_exchange_explicit(l, 1, memory_order_acquire)))
+    return;
+  sync_spin_contended(l);
+}
+
+static inline void sync_spin_unlock(uint32_t *word) {
+  atomic_store_explicit(sync_lockword(word), 0, memory_order_release);
+}
+
+/* ---- waiters ---- */
+
+struct sync_waiter;
+
+/* The FIFO of waiters; the public objects carry head_ and tail_ pointers
+ * next to each other, which this struct overlays. */
+struct sync_queue {
+  struct sync_waiter *head, *tail;
+};
+
+static inline struct sync_queue *sync_queue_of(void **head) {
+  return (struct sync_queue *)(void *)head;
+}
+
+/* Called under the object's lock right after a timeout or an interruption
+ * dequeued `w`, to restore the object's invariants (a mutex whose last
+ * waiter left, a writer that stopped holding readers back). It may grant the
+ * object to other waiters: it dequeues them, sets their result and returns
+ * them linked through `next`; the caller readies them after unlocking. */
+typedef struct sync_waiter *(*sync_removed_fn)(struct sync_waiter *w);
+
+struct sync_waiter {
+  struct sync_waiter *next, *prev;
+  struct swarm_thread *thread;
+  uint32_t *lock;           /* the object's spinlock */
+  struct sync_queue *queue; /* the object's queue */
+  sync_removed_fn removed;  /* may be NULL */
+  void *object;             /* the primitive, for `removed` */
+  uintptr_t tag;            /* primitive-specific (rwlock: writer?) */
+  uint64_t deadline_ns;     /* CLOCK_MONOTONIC; 0: none */
+  int result;               /* valid once dequeued */
+  int queued;
+  bool interruptible;
+  bool timer_armed;
+  _Atomic int timer_done;
+  struct swarm_timer timer;
+};
+
+/* Prepares w for the calling thread (self). */
+void sync_waiter_init(struct sync_waiter *w, struct swarm_thread *self,
+                      uint32_t *lock, struct sync_queue *q, void *object,
+                      sync_removed_fn removed);
+
+void sync_queue_push(struct sync_queue *q, struct sync_waiter *w);
+void sync_queue_remove(struct sync_queue *q, struct sync_waiter *w);
+/* Takes the head (NULL if empty), marking it dequeued with `result`. */
+struct sync_waiter *sync_queue_pop(struct sync_queue *q, int result);
+
+/* Step 2 of the protocol: called with *w->lock held and w queued; returns
+ * with the lock released and w dequeued, giving w->result (0, ETIMEDOUT,
+ * ECANCELED, or ENOMEM when no timer could be had). */
+int sync_wait_park(struct sync_waiter *w);
+
+/* Interruptible waits publish themselves in the thread's record before
+ * taking the object's lock (lock order record -> object) and withdraw after
+ * waking. Both do nothing for a waiter that is not interruptible. */
+bool sync_wait_begin(struct sync_waiter *w);
+void sync_wait_end(struct sync_waiter *w);
+
+/* Readies every waiter of a list built by sync_queue_pop / `removed`
+ * (linked through next). Call after unlocking; w must not be touched after
+ * its thread is readied, so `next` is read first. */
+void sync_ready_list(struct sync_waiter *list);
+
+/* ---- deadlines ---- */
+
+/* Converts an absolute `abstime` on `clock` to a CLOCK_MONOTONIC deadline in
+ * ns (at least 1, so 0 can mean "none"). EINVAL for a bad timespec or clock.
+ * *expired is set when the deadline has already passed. */
+int sync_deadline(int clock, const struct timespec *abstime, uint64_t *out,
+                  bool *expired);
+
+/* ---- identity ---- */
+
+/* The calling thread (never NULL: core aborts when it cannot make an
+ * external descriptor). Owners recorded in objects are these pointers. */
+static inline struct swarm_thread *sync_self(void) {
+  struct worker *w = worker_current();
+  if (likely(w))
+    return w->current;
+  return swarm_current_thread();
+}
+
+/* After fork, the child's flow continues under a new descriptor; objects it
+ * held record the old one. sync_same_owner treats `from` as `to`. */
+extern struct swarm_thread *sync_alias_from, *sync_alias_to;
+void sync_set_alias(struct swarm_thread *from, struct swarm_thread *to);
+static inline bool sync_same_owner(uint64_t owner, struct swarm_thread *self) {
+  if (likely(owner == (uint64_t)(uintptr_t)self))
+    return true;
+  return unlikely(sync_alias_to == self) &&
+         owner == (uint64_t)(uintptr_t)sync_alias_from && owner != 0;
+}
+
+/* ---- per-thread record (slots[SLOT_SYNC]) ---- */
+
+struct sync_key_value {
+  uint32_t seq; /* the key's sequence number when set */
+  void *value;
+};
+
+struct sync_thread {
+  uint32_t lock;               /* guards `blocked` */
+  _Atomic int interrupt;       /* an interruption is pending */
+  struct sync_waiter *blocked; /* the interruptible wait in progress */
+  uint32_t nvalues;
+  struct sync_key_value *values;
+};
+
+/* The record of t, made if `create` (NULL if not made or no memory). */
+struct sync_thread *sync_thread_of(struct swarm_thread *t, bool create);
+
+/* Runs the calling thread's key destructors and frees its record. To be
+ * called on every thread exit (see docs/sync.md: the drop-in calls it; core
+ * calls it through swarm_thread_exit_hook when it provides that hook). */
+void sync_thread_exit(struct swarm_thread *self);
+
+/* 1 when core calls sync_thread_exit on every thread exit (its
+ * swarm_thread_exit_hook exists), else 0. */
+int sync_exit_hook_available(void);
+
+/* Interruption (the drop-in's deferred cancellation): marks t interrupted;
+ * an interruptible wait in progress ends with ECANCELED, and later ones
+ * return ECANCELED at once, until sync_interrupt_clear. ENOMEM if t's record
+ * cannot be made. */
+int sync_interrupt(struct swarm_thread *t);
+void sync_interrupt_clear(struct swarm_thread *t);
+bool sync_interrupt_pending(struct swarm_thread *self);
+
+/* Interruptible forms used by the drop-in's cancellation points. They behave
+ * as the swarm_* functions and may also return ECANCELED (cond waits return
+ * it with the mutex locked again). */
+int sync_cond_wait_x(swarm_cond_t *c, swarm_mutex_t *m, int clock,
+                     const struct timespec *abstime, bool interruptible);
+int sync_sem_wait_x(swarm_sem_t *s, uint64_t deadline_ns, bool interruptible);
+/* Sleeps until deadline_ns (CLOCK_MONOTONIC): 0, or ECANCELED. */
+int sync_sleep_until(uint64_t deadline_ns, bool interruptible);
+
+/* A one-shot event many threads may wait for (the drop-in's join). */
+struct sync_event {
+  uint32_t lock;
+  uint32_t done;
+  struct sync_queue queue;
+};
+/* 0 once set, ETIMEDOUT at deadline_ns (0: none), ECANCELED if interrupted. */
+int sync_event_wait(struct sync_event *e, uint64_t deadline_ns,
+                    bool interruptible);
+void sync_event_set(struct sync_event *e);
+
+/* Mutex internals for condition variables (mutex.c). */
+int sync_mutex_check_owner(swarm_mutex_t *m, struct swarm_thread *self);
+uint32_t sync_mutex_release_all(swarm_mutex_t *m);
+void sync_mutex_reacquire(swarm_mutex_t *m, uint32_t depth);
+
+/* Was s initialised by swarm_sem_init (and not destroyed)? */
+bool sync_sem_is_ours(const void *s);
+
+/* Abandons a swarm_once whose routine did not return (cancelled): the once
+ * object goes back to "not run" and waiters retry. */
+void sync_once_abort(swarm_once_t *once);
+
+static inline uint64_t sync_now_ns(void) {
+  return os_now_ns_inline();
+}
+
+#endif

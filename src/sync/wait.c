@@ -1,0 +1,404 @@
+/*
+ * sync/wait.c — how every synchronisation primitive waits: the waiter queue,
+ * parking with a deadline and an interruption, the per-thread record, and
+ * the small things built directly on them (one-shot events, sleeping).
+ * The protocol and the lock order are in sync.h; this file keeps them.
+ *
+ * Two ways to park:
+ *   - a swarm thread (on a worker) parks through swarm_park; the deadline is
+ *     a core timer on the worker it parked on, armed in the commit;
+ *   - a kernel thread that is not a worker waits on its descriptor's futex
+ *     word. Untimed, that is exactly core's external park. Timed, core has no
+ *     such call, so wait_external_timed below speaks core's external
+ *     protocol itself (wake_word = 0 before the waiter is visible; a readier
+ *     stores 1 and wakes the futex) with a futex timeout. It needs no worker
+ *     and no runtime, which a core timer would (worker 0 fires those).
+ *     Rejected: arming a core timer for external waits too — it starts the
+ *     runtime from inside a wait when none is running, turning the waiting
+ *     kernel thread into worker 0 while it sleeps on a futex.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sync/sync.h"
+
+struct swarm_thread *sync_alias_from, *sync_alias_to;
+
+void sync_set_alias(struct swarm_thread *from, struct swarm_thread *to) {
+  sync_alias_from = from;
+  sync_alias_to = to;
+}
+
+void sync_spin_contended(_Atomic uint32_t *l) {
+  unsigned spins = 0;
+  for (;;) {
+    while (atomic_load_explicit(l, memory_order_relaxed)) {
+      /* The holder runs on another kernel thread (nobody switches inside a
+       * critical section); if the kernel preempted it, let it run. */
+      if (++spins < 256)
+        os_cpu_relax();
+      else
+        sched_yield();
+    }
+    if (!atomic_exchange_explicit(l, 1, memory_order_acquire))
+      return;
+  }
+}
+
+/* ---- queues ---- */
+
+void sync_waiter_init(struct sync_waiter *w, struct swarm_thread *self,
+                      uint32_t *lock, struct sync_queue *q, void *object,
+                      sync_removed_fn removed) {
+  memset(w, 0, sizeof *w);
+  w->thread = self;
+  w->lock = lock;
+  w->queue = q;
+  w->object = object;
+  w->removed = removed;
+}
+
+void sync_queue_push(struct sync_queue *q, struct sync_waiter *w) {
+  w->next = NULL;
+  w->prev = q->tail;
+  if (q->tail)
+    q->tail->next = w;
+  else
+    q->head = w;
+  q->tail = w;
+  w->queued = 1;
+}
+
+void sync_queue_remove(struct sync_queue *q, struct sync_waiter *w) {
+  if (w->prev)
+    w->prev->next = w->next;
+  else
+    q->head = w->next;
+  if (w->next)
+    w->next->prev = w->prev;
+  else
+    q->tail = w->prev;
+  w->next = w->prev = NULL;
+  w->queued = 0;
+}
+
+struct sync_waiter *sync_queue_pop(struct sync_queue *q, int result) {
+  struct sync_waiter *w = q->head;
+  if (w) {
+    sync_queue_remove(q, w);
+    w->result = result;
+  }
+  return w;
+}
+
+void sync_ready_list(struct sync_waiter *list) {
+  while (list) {
+    struct sync_waiter *next = list->next;
+    /* After swarm_ready the waiter's stack frame may be gone. */
+    swarm_ready(list->thread);
+    list = next;
+  }
+}
+
+/* Dequeues w for a timeout or an interruption; the caller holds *w->lock.
+ * Returns the list of threads to ready after unlocking (w first). */
+static struct sync_waiter *take_out(struct sync_waiter *w, int result) {
+  sync_queue_remove(w->queue, w);
+  w->result = result;
+  struct sync_waiter *granted = w->removed ? w->removed(w) : NULL;
+  w->next = granted;
+  return w;
+}
+
+/* ---- parking ---- */
+
+static void waiter_timeout(struct swarm_timer *t) {
+  struct sync_waiter *w = t->arg;
+  struct sync_waiter *list = NULL;
+  sync_spin_lock(w->lock);
+  if (w->queued)
+    list = take_out(w, ETIMEDOUT);
+  sync_spin_unlock(w->lock);
+  /* From here the waiter may return and its stack go away: if we did not
+   * take it out, someone else did and may have readied it already. */
+  atomic_store_explicit(&w->timer_done, 1, memory_order_release);
+  sync_ready_list(list);
+}
+
+static bool commit_wait(struct swarm_thread *self, void *arg) {
+  struct sync_waiter *w = arg;
+  (void)self;
+  if (w->deadline_ns) {
+    /* Armed here, off the thread's stack: the callback takes w->lock,
+     * which we hold until the end of this commit. */
+    if (swarm_timer_start(&w->timer, w->deadline_ns, waiter_timeout, w) != 0) {
+      struct sync_waiter *list = take_out(w, ENOMEM);
+      sync_spin_unlock(w->lock);
+      sync_ready_list(list->next); /* not w: the park is abandoned */
+      return false;
+    }
+    w->timer_armed = true;
+  }
+  sync_spin_unlock(w->lock);
+  return true;
+}
+
+static void wait_external_timed(struct sync_waiter *w) {
+  struct swarm_thread *self = w->thread;
+  atomic_store_explicit(&self->wake_word, 0, memory_order_relaxed);
+  sync_spin_unlock(w->lock);
+  bool timed = true;
+  while (atomic_load_explicit(&self->wake_word, memory_order_acquire) == 0) {
+    if (!timed) {
+      os_futex_wait(&self->wake_word, 0, -1);
+      continue;
+    }
+    uint64_t now = sync_now_ns();
+    if (now >= w->deadline_ns) {
+      struct sync_waiter *list = NULL;
+      sync_spin_lock(w->lock);
+      if (w->queued)
+        list = take_out(w, ETIMEDOUT);
+      sync_spin_unlock(w->lock);
+      if (list) {
+        sync_ready_list(list->next);
+        return; /* nobody else will touch w or wake us */
+      }
+      timed = false; /* a waker took it out: its wake is on the way */
+      continue;
+    }
+    os_futex_wait(&self->wake_word, 0, (int64_t)(w->deadline_ns - now));
+  }
+}
+
+int sync_wait_park(struct sync_waiter *w) {
+  if (w->interruptible) {
+    struct sync_thread *rec = sync_thread_of(w->thread, false);
+    /* rec->blocked was published by the caller before it took w->lock (see
+     * sync_wait_begin in the callers); an interrupter that set the flag
+     * before we read it here either finds us queued later (and takes us
+     * out) or we see its flag now. */
+    if (rec && atomic_load_explicit(&rec->interrupt, memory_order_seq_cst)) {
+      struct sync_waiter *list = take_out(w, ECANCELED);
+      sync_spin_unlock(w->lock);
+      sync_ready_list(list->next);
+      return ECANCELED;
+    }
+  }
+  if (!worker_current() && w->deadline_ns) {
+    wait_external_timed(w);
+    return w->result;
+  }
+  swarm_park(commit_wait, w);
+  if (w->timer_armed && !swarm_timer_cancel(&w->timer)) {
+    /* The callback was taken from the heap: it runs or ran; it touches w
+     * until it sets timer_done. It never blocks, so this wait is short. */
+    while (!atomic_load_explicit(&w->timer_done, memory_order_acquire))
+      os_cpu_relax();
+  }
+  return w->result;
+}
+
+/* ---- deadlines ---- */
+
+int sync_deadline(int clock, const struct timespec *abstime, uint64_t *out,
+                  bool *expired) {
+  if (!abstime || abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)
+    return EINVAL;
+  if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
+    return EINVAL;
+  uint64_t mono = sync_now_ns();
+  int64_t now_on_clock;
+  if (clock == CLOCK_MONOTONIC) {
+    now_on_clock = (int64_t)mono;
+  } else {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    now_on_clock = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+  }
+  if (abstime->tv_sec < 0) {
+    *expired = true;
+    *out = mono ? mono : 1;
+    return 0;
+  }
+  /* Saturate far deadlines instead of overflowing. */
+  int64_t abs_ns;
+  if (abstime->tv_sec > (INT64_MAX / 1000000000LL) - 1)
+    abs_ns = INT64_MAX;
+  else
+    abs_ns = (int64_t)abstime->tv_sec * 1000000000LL + abstime->tv_nsec;
+  if (abs_ns <= now_on_clock) {
+    *expired = true;
+    *out = mono ? mono : 1;
+    return 0;
+  }
+  uint64_t delta = (uint64_t)(abs_ns - now_on_clock);
+  *expired = false;
+  *out = delta > UINT64_MAX - mono ? UINT64_MAX : mono + delta;
+  return 0;
+}
+
+/* ---- per-thread record ---- */
+
+struct sync_thread *sync_thread_of(struct swarm_thread *t, bool create) {
+  void **slot = &t->slots[SLOT_SYNC];
+  struct sync_thread *rec = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (rec || !create)
+    return rec;
+  struct sync_thread *fresh = calloc(1, sizeof *fresh);
+  if (!fresh)
+    return NULL;
+  void *expected = NULL;
+  /* The owner and an interrupter may both create it: one wins. */
+  if (__atomic_compare_exchange_n(slot, &expected, fresh, false,
+                                  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return fresh;
+  free(fresh);
+  return expected;
+}
+
+int sync_interrupt(struct swarm_thread *t) {
+  struct sync_thread *rec = sync_thread_of(t, true);
+  if (!rec)
+    return ENOMEM;
+  atomic_store_explicit(&rec->interrupt, 1, memory_order_seq_cst);
+  struct sync_waiter *list = NULL;
+  sync_spin_lock(&rec->lock);
+  struct sync_waiter *w = rec->blocked;
+  if (w) {
+    /* rec->lock keeps w alive: the waiter clears `blocked` under it before
+     * its stack frame goes away. */
+    sync_spin_lock(w->lock);
+    if (w->queued)
+      list = take_out(w, ECANCELED);
+    sync_spin_unlock(w->lock);
+  }
+  sync_spin_unlock(&rec->lock);
+  sync_ready_list(list);
+  return 0;
+}
+
+void sync_interrupt_clear(struct swarm_thread *t) {
+  struct sync_thread *rec = sync_thread_of(t, false);
+  if (rec)
+    atomic_store_explicit(&rec->interrupt, 0, memory_order_seq_cst);
+}
+
+bool sync_interrupt_pending(struct swarm_thread *self) {
+  struct sync_thread *rec = sync_thread_of(self, false);
+  return rec && atomic_load_explicit(&rec->interrupt, memory_order_seq_cst);
+}
+
+/* Publishes w as the thread's interruptible wait (before the object's lock
+ * is taken: lock order record -> object). Returns false when no record can
+ * be had; the wait then proceeds uninterruptibly. */
+bool sync_wait_begin(struct sync_waiter *w) {
+  if (!w->interruptible)
+    return false;
+  struct sync_thread *rec = sync_thread_of(w->thread, true);
+  if (!rec) {
+    w->interruptible = false;
+    return false;
+  }
+  sync_spin_lock(&rec->lock);
+  rec->blocked = w;
+  sync_spin_unlock(&rec->lock);
+  return true;
+}
+
+void sync_wait_end(struct sync_waiter *w) {
+  if (!w->interruptible)
+    return;
+  struct sync_thread *rec = sync_thread_of(w->thread, false);
+  sync_spin_lock(&rec->lock);
+  rec->blocked = NULL;
+  sync_spin_unlock(&rec->lock);
+}
+
+/* ---- one-shot events ---- */
+
+int sync_event_wait(struct sync_event *e, uint64_t deadline_ns,
+                    bool interruptible) {
+  if (__atomic_load_n(&e->done, __ATOMIC_ACQUIRE))
+    return 0;
+  struct sync_waiter w;
+  sync_waiter_init(&w, sync_self(), &e->lock, &e->queue, e, NULL);
+  w.interruptible = interruptible;
+  w.deadline_ns = deadline_ns;
+  sync_wait_begin(&w);
+  sync_spin_lock(&e->lock);
+  int r = 0;
+  if (!e->done) {
+    if (deadline_ns && deadline_ns <= sync_now_ns()) {
+      r = ETIMEDOUT;
+      sync_spin_unlock(&e->lock);
+    } else {
+      sync_queue_push(&e->queue, &w);
+      r = sync_wait_park(&w);
+    }
+  } else {
+    sync_spin_unlock(&e->lock);
+  }
+  sync_wait_end(&w);
+  return r;
+}
+
+void sync_event_set(struct sync_event *e) {
+  struct sync_waiter *list = NULL, *last = NULL, *w;
+  sync_spin_lock(&e->lock);
+  __atomic_store_n(&e->done, 1, __ATOMIC_RELEASE);
+  while ((w = sync_queue_pop(&e->queue, 0))) {
+    w->next = NULL;
+    if (last)
+      last->next = w;
+    else
+      list = w;
+    last = w;
+  }
+  sync_spin_unlock(&e->lock);
+  sync_ready_list(list);
+}
+
+/* ---- sleeping ---- */
+
+int sync_sleep_until(uint64_t deadline_ns, bool interruptible) {
+  uint32_t lock = 0;
+  struct sync_queue q = {NULL, NULL};
+  struct sync_waiter w;
+  sync_waiter_init(&w, sync_self(), &lock, &q, NULL, NULL);
+  w.interruptible = interruptible;
+  w.deadline_ns = deadline_ns ? deadline_ns : 1;
+  sync_wait_begin(&w);
+  int r = 0;
+  sync_spin_lock(&lock);
+  if (w.deadline_ns > sync_now_ns()) {
+    sync_queue_push(&q, &w);
+    r = sync_wait_park(&w);
+  } else {
+    sync_spin_unlock(&lock);
+    r = ETIMEDOUT;
+  }
+  sync_wait_end(&w);
+  if (r == ETIMEDOUT)
+    return 0; /* the sleep ran its course */
+  if (r == ENOMEM) {
+    /* No timer memory: sleep without parking rather than not at all. */
+    uint64_t now;
+    while ((now = sync_now_ns()) < deadline_ns) {
+      struct timespec ts = {(time_t)((deadline_ns - now) / 1000000000u),
+                            (long)((deadline_ns - now) % 1000000000u)};
+      nanosleep(&ts, NULL);
+    }
+    return 0;
+  }
+  return r;
+}
+
+void swarm_sleep_ns(uint64_t ns) {
+  if (ns == 0) {
+    swarm_yield();
+    return;
+  }
+  uint64_t now = sync_now_ns();
+  sync_sleep_until(ns > UINT64_MAX - now ? UINT64_MAX : now + ns, false);
+}

@@ -1,0 +1,34 @@
+/* tests/sync/sync_util.h — small helpers for the synchronisation tests. */
+#ifndef SWARM_TEST_SYNC_UTIL_H
+#define SWARM_TEST_SYNC_UTIL_H
+#include <errno.h>
+#include <stdatomic.h>
+#include <swarm.h>
+#include <time.h>
+
+#include "check.h"
+
+/* An absolute time `ms` from now on `clock`. */
+static inline struct timespec in_ms(int clock, long ms) {
+  struct timespec t;
+  clock_gettime(clock, &t);
+  t.tv_sec += ms / 1000;
+  t.tv_nsec += (ms % 1000) * 1000000L;
+  if (t.tv_nsec >= 1000000000L) {
+    t.tv_sec++;
+    t.tv_nsec -= 1000000000L;
+  }
+  return t;
+}
+
+static inline long long mono_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static inline void start2(void) {
+  swarm_config_t cfg = {.workers = 2};
+  CHECK_EQ(swarm_init(&cfg), 0);
+}
+#endif
