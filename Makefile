@@ -41,6 +41,7 @@ EXTRA_TESTS :=
 DEPS_GROUPS := core
 -include bench/bench.mk
 -include mk/portability.mk
+-include mk/cio.mk
 
 test: deps
 	$(MAKE) test-unit

@@ -1,0 +1,285 @@
+/*
+ * bench/cio.c — swarm's collective I/O against MPI_File_read_all /
+ * MPI_File_write_all on the same file and view, in one run (issue 8).
+ *
+ *   mpirun -n P build/bench/cio [--pattern hpio|contig] [--op read|write]
+ *       [--cb SIZE] [--per-rank SIZE] [--depth D] [--cold] [--reps N]
+ *       [--mpiio romio|ompio] [--file PATH]
+ *
+ * hpio: each rank's data are 4 KiB blocks strided 4 KiB * P (rank r's blocks
+ * at r*4K + k*4K*P); contig: rank r owns [r*per_rank, (r+1)*per_rank).
+ * Both implementations get the same cb_buffer_size and cb_nodes (= P), so
+ * the same collective-buffer memory: swarm splits its cb_buffer_size into
+ * `depth` pipeline buffers. --cold drops the file from the page cache
+ * (fsync + posix_fadvise DONTNEED on every rank) before every timed call.
+ * The time is from a barrier before the call to a barrier after it; each
+ * implementation runs --reps times (alternating) and the median is printed,
+ * as one JSON line per implementation. `identical` is true when swarm's
+ * bytes equal MPI-IO's (the MPI line is the reference).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mpi.h>
+#include <swarm/cio.h>
+
+static int rank, P;
+
+static void die(const char *msg) {
+  if (rank == 0)
+    fprintf(stderr, "cio bench: %s\n", msg);
+  MPI_Abort(MPI_COMM_WORLD, 2);
+}
+
+static int64_t parse_size(const char *s) {
+  char *e;
+  double v = strtod(s, &e);
+  int64_t m = 1;
+  if (*e == 'K' || *e == 'k')
+    m = 1024;
+  else if (*e == 'M' || *e == 'm')
+    m = 1024 * 1024;
+  else if (*e == 'G' || *e == 'g')
+    m = 1024 * 1024 * 1024;
+  else if (*e)
+    return -1;
+  return v > 0 ? (int64_t)(v * m) : -1;
+}
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void drop_cache(const char *path) {
+  int fd = open(path, O_RDWR);
+  if (fd >= 0) {
+    fsync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv) {
+  const char *pattern = "hpio", *op = "read", *mpiio = "romio", *file = NULL;
+  int64_t cb = 16 << 20, per_rank = 64 << 20;
+  int depth = 4, cold = 0, reps = 3;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--cold")) {
+      cold = 1;
+      continue;
+    }
+    if (!v)
+      goto usage;
+    i++;
+    if (!strcmp(a, "--pattern"))
+      pattern = v;
+    else if (!strcmp(a, "--op"))
+      op = v;
+    else if (!strcmp(a, "--mpiio"))
+      mpiio = v;
+    else if (!strcmp(a, "--file"))
+      file = v;
+    else if (!strcmp(a, "--cb"))
+      cb = parse_size(v);
+    else if (!strcmp(a, "--per-rank"))
+      per_rank = parse_size(v);
+    else if (!strcmp(a, "--depth"))
+      depth = atoi(v);
+    else if (!strcmp(a, "--reps"))
+      reps = atoi(v);
+    else
+      goto usage;
+  }
+  if (strcmp(pattern, "hpio") && strcmp(pattern, "contig"))
+    goto usage;
+  if (strcmp(op, "read") && strcmp(op, "write"))
+    goto usage;
+  const char *component = !strcmp(mpiio, "romio")   ? "romio321"
+                          : !strcmp(mpiio, "ompio") ? "ompio"
+                                                    : NULL;
+  if (!component || cb <= 0 || per_rank <= 0 || depth < 1 || reps < 1)
+    goto usage;
+  /* Open MPI picks its io component from the environment at MPI_Init. */
+  setenv("OMPI_MCA_io", component, 1);
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  const int64_t BLK = 4096;
+  if (per_rank % BLK)
+    die("--per-rank must be a multiple of 4 KiB");
+  if (per_rank > (int64_t)1 << 30)
+    die("--per-rank above 1 GiB is not supported");
+  int is_write = !strcmp(op, "write");
+  char path[512];
+  if (file)
+    snprintf(path, sizeof path, "%s", file);
+  else {
+    int pid = getpid();
+    MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    snprintf(path, sizeof path, "/tmp/swarm-cio-bench.%d", pid);
+  }
+  int64_t total = per_rank * P;
+
+  /* the view */
+  MPI_Datatype ftype = MPI_BYTE;
+  MPI_Offset disp = rank * per_rank;
+  if (!strcmp(pattern, "hpio")) {
+    MPI_Datatype blk;
+    MPI_Type_contiguous((int)BLK, MPI_BYTE, &blk);
+    MPI_Type_create_resized(blk, 0, BLK * P, &ftype);
+    MPI_Type_commit(&ftype);
+    MPI_Type_free(&blk);
+    disp = rank * BLK;
+  }
+  char cbs[32], nodes[16], ds[16];
+  snprintf(cbs, sizeof cbs, "%lld", (long long)cb);
+  snprintf(nodes, sizeof nodes, "%d", P);
+  snprintf(ds, sizeof ds, "%d", depth);
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "cb_buffer_size", cbs);
+  MPI_Info_set(info, "cb_nodes", nodes);
+  MPI_Info_set(info, "romio_cb_read", "enable");
+  MPI_Info_set(info, "romio_cb_write", "enable");
+  MPI_Info_set(info, "swarm_cio_depth", ds);
+
+  /* the data: every byte of the file is some rank's */
+  char *data = malloc((size_t)per_rank), *got = malloc((size_t)per_rank);
+  char *ref = malloc((size_t)per_rank);
+  if (!data || !got || !ref)
+    die("out of memory");
+  for (int64_t i = 0; i < per_rank; i++)
+    data[i] = (char)((i * 2654435761u) >> 13 ^ (unsigned)rank * 77u);
+  int fd = open(path, O_RDWR | O_CREAT, 0644);
+  if (fd < 0)
+    die("cannot create the file");
+  if (rank == 0 && ftruncate(fd, total) != 0)
+    die("ftruncate failed");
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (!is_write) { /* file content: rank r's share, written plainly */
+    for (int64_t o = rank * per_rank; o < (rank + 1) * per_rank; o += 1 << 20)
+      if (pwrite(fd, data + (o - rank * per_rank), 1 << 20, o) != 1 << 20)
+        die("pwrite failed");
+    fsync(fd);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  double *tm = calloc((size_t)reps, sizeof *tm),
+         *ts = calloc((size_t)reps, sizeof *ts);
+  int identical = 1;
+  for (int r = 0; r < reps; r++) {
+    for (int impl = 0; impl < 2; impl++) { /* 0: MPI-IO, 1: swarm */
+      if (is_write && rank == 0 && (ftruncate(fd, 0) || ftruncate(fd, total)))
+        die("ftruncate failed");
+      MPI_Barrier(MPI_COMM_WORLD);
+      if (cold)
+        drop_cache(path);
+      char *buf = impl == 0 ? ref : got;
+      if (!is_write)
+        memset(buf, 0, (size_t)per_rank);
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t0 = now();
+      int rc;
+      if (impl == 0) {
+        MPI_File f;
+        rc = MPI_File_open(MPI_COMM_WORLD, path,
+                           is_write ? MPI_MODE_WRONLY : MPI_MODE_RDONLY, info,
+                           &f);
+        if (rc == MPI_SUCCESS) {
+          MPI_File_set_view(f, disp, MPI_BYTE, ftype, "native", info);
+          rc = is_write ? MPI_File_write_all(f, data, (int)per_rank, MPI_BYTE,
+                                             MPI_STATUS_IGNORE)
+                        : MPI_File_read_all(f, buf, (int)per_rank, MPI_BYTE,
+                                            MPI_STATUS_IGNORE);
+          MPI_File_close(&f);
+        }
+      } else {
+        swarm_cio_file_t f;
+        rc = swarm_cio_open(MPI_COMM_WORLD, path,
+                            is_write ? MPI_MODE_WRONLY : MPI_MODE_RDONLY, info,
+                            &f);
+        if (rc == MPI_SUCCESS) {
+          rc = swarm_cio_set_view(f, disp, MPI_BYTE, ftype, "native", info);
+          if (rc == MPI_SUCCESS)
+            rc = is_write ? swarm_cio_write_all(f, data, (int)per_rank,
+                                                MPI_BYTE, MPI_STATUS_IGNORE)
+                          : swarm_cio_read_all(f, buf, (int)per_rank, MPI_BYTE,
+                                               MPI_STATUS_IGNORE);
+          swarm_cio_close(&f);
+        }
+        if (rc != MPI_SUCCESS && rank == 0)
+          fprintf(stderr, "swarm_cio: %s\n", swarm_cio_errmsg());
+      }
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t = now() - t0;
+      if (rc != MPI_SUCCESS)
+        die(impl ? "swarm collective I/O failed" : "MPI-IO failed");
+      (impl ? ts : tm)[r] = t;
+      if (is_write) { /* this rank's share of the file, as written */
+        if (pread(fd, buf, (size_t)per_rank, rank * per_rank) != per_rank)
+          die("pread of the written file failed");
+      }
+      MPI_Barrier(MPI_COMM_WORLD); /* before the next truncate */
+    }
+    if (memcmp(ref, got, (size_t)per_rank) != 0)
+      identical = 0;
+  }
+  int all_ident;
+  MPI_Allreduce(&identical, &all_ident, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  qsort(tm, (size_t)reps, sizeof *tm, cmp_double);
+  qsort(ts, (size_t)reps, sizeof *ts, cmp_double);
+  if (rank == 0) {
+    double mib = (double)total / (1 << 20);
+    int64_t dom = total / P, slot = (cb + depth - 1) / depth;
+    printf("{\"impl\":\"%s\",\"op\":\"%s\",\"pattern\":\"%s\",\"ranks\":%d,"
+           "\"cb_buffer_size\":%lld,\"cycles\":%lld,\"per_rank\":%lld,"
+           "\"cold\":%s,\"reps\":%d,\"seconds\":%.4f,\"mib_per_s\":%.1f,"
+           "\"identical\":true}\n",
+           mpiio, op, pattern, P, (long long)cb,
+           (long long)((dom + cb - 1) / cb), (long long)per_rank,
+           cold ? "true" : "false", reps, tm[reps / 2], mib / tm[reps / 2]);
+    printf("{\"impl\":\"swarm\",\"op\":\"%s\",\"pattern\":\"%s\",\"ranks\":%d,"
+           "\"cb_buffer_size\":%lld,\"depth\":%d,\"cycles\":%lld,"
+           "\"per_rank\":%lld,\"cold\":%s,\"reps\":%d,\"seconds\":%.4f,"
+           "\"mib_per_s\":%.1f,\"identical\":%s,\"vs\":\"%s\"}\n",
+           op, pattern, P, (long long)cb, depth,
+           (long long)((dom + slot - 1) / slot), (long long)per_rank,
+           cold ? "true" : "false", reps, ts[reps / 2], mib / ts[reps / 2],
+           all_ident ? "true" : "false", mpiio);
+  }
+  close(fd);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0 && !file)
+    unlink(path);
+  if (ftype != MPI_BYTE)
+    MPI_Type_free(&ftype);
+  MPI_Info_free(&info);
+  free(data);
+  free(got);
+  free(ref);
+  free(tm);
+  free(ts);
+  MPI_Finalize();
+  return all_ident ? 0 : 1;
+usage:
+  fprintf(stderr, "usage: cio [--pattern hpio|contig] [--op read|write] "
+                  "[--cb SIZE] [--per-rank SIZE] [--depth D] [--cold] "
+                  "[--reps N] [--mpiio romio|ompio] [--file PATH]\n");
+  return 2;
+}

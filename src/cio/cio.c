@@ -1,0 +1,1031 @@
+/*
+ * cio.c — open/close, hints, views and the two-phase collective read and
+ * write of libswarm-cio (include/swarm/cio.h documents the API).
+ *
+ * One collective call, for every rank:
+ *   1. Build the rank's access list: the file blocks its view maps the next
+ *      N bytes of its data stream to, in stream order (views are monotonic,
+ *      so this is also file order). Allgather (error, first, end): the ranks
+ *      agree on failure before any data moves, and learn the accessed range
+ *      [gmin, gmax).
+ *   2. Split [gmin, gmax) into `naggs` equal file domains, aggregator i
+ *      being rank i*P/naggs. Each rank sends each aggregator its blocks in
+ *      that aggregator's domain (alltoallv of (offset, length) pairs).
+ *   3. Cycle c covers, in every domain, the window [lo_i + c*S, +S) with S =
+ *      cb_buffer_size / depth. Both sides walk their sorted block lists with
+ *      cursors, so per cycle the sizes of all messages are known without
+ *      asking. Read: the I/O thread has already pread the span of the
+ *      window's pieces into slot c % depth (reads are queued `depth` cycles
+ *      ahead); the aggregator packs each rank's pieces, sends, and queues the
+ *      read of cycle c + depth into the freed slot. Write: ranks send pieces
+ *      first; the aggregator lays them over its slot and queues the pwrite;
+ *      a span with holes was pread into the slot beforehand (queued behind
+ *      the pwrite that last used the slot).
+ *   4. Drain the I/O thread and allreduce the error, so every rank returns
+ *      the same result.
+ * Invariants: the rank's MPI calls are all made by the calling thread; the
+ * cycle loop runs the same number of iterations on every rank; slot s is
+ * touched by the caller only after cio_io_wait_slot(s).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "swarm/cio.h"
+
+#include "cio_internal.h"
+
+#define CIO_TAG 7411
+
+struct swarm_cio_file {
+  MPI_Comm comm;
+  int rank, nprocs;
+  int fd;
+  int amode;
+  /* hints (equal on every rank) */
+  int64_t cb_size;
+  int cb_nodes;
+  int depth;
+  /* view */
+  MPI_Offset disp;
+  int64_t esize;
+  cio_list_t ftype; /* filetype blocks, relative to one tile's origin */
+  int64_t fext, fsize;
+  int dense;
+  int64_t fp; /* individual file pointer, etypes */
+  /* aggregator state, made on first use (agg_ready) */
+  int agg_ready;
+  int agg_index; /* -1: not an aggregator */
+  int64_t slot_size;
+  char **slots;
+  cio_io_t io;
+};
+
+/* ---- errors ------------------------------------------------------------ */
+
+static __thread char errmsg_buf[512];
+
+int cio_set_error(int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(errmsg_buf, sizeof errmsg_buf, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+const char *swarm_cio_errmsg(void) {
+  return errmsg_buf;
+}
+
+static int errno_class(int e) {
+  switch (e) {
+  case ENOENT:
+  case ENOTDIR:
+    return MPI_ERR_NO_SUCH_FILE;
+  case EACCES:
+  case EPERM:
+    return MPI_ERR_ACCESS;
+  case EEXIST:
+    return MPI_ERR_FILE_EXISTS;
+  case ENOSPC:
+    return MPI_ERR_NO_SPACE;
+  case EDQUOT:
+    return MPI_ERR_QUOTA;
+  case EROFS:
+    return MPI_ERR_READ_ONLY;
+  case ENAMETOOLONG:
+  case EISDIR:
+    return MPI_ERR_BAD_FILE;
+  case ENOMEM:
+    return MPI_ERR_NO_MEM;
+  default:
+    return MPI_ERR_IO;
+  }
+}
+
+/* Every rank learns whether any rank failed. Returns the local code if it
+ * failed, else the largest code of another rank (with a message), else
+ * MPI_SUCCESS. */
+static int agree(MPI_Comm comm, int rc) {
+  int any = rc;
+  MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, comm);
+  if (rc != MPI_SUCCESS)
+    return rc;
+  if (any != MPI_SUCCESS)
+    return cio_set_error(any,
+                         "another rank failed this collective call (error "
+                         "class %d); see its swarm_cio_errmsg()",
+                         any);
+  return MPI_SUCCESS;
+}
+
+/* ---- hints ------------------------------------------------------------- */
+
+static int parse_int_hint(MPI_Info info, const char *key, int64_t lo,
+                          int64_t hi, int64_t *val) {
+  char v[MPI_MAX_INFO_VAL + 1];
+  int flag = 0;
+  MPI_Info_get(info, key, MPI_MAX_INFO_VAL, v, &flag);
+  if (!flag)
+    return MPI_SUCCESS;
+  char *end;
+  errno = 0;
+  long long x = strtoll(v, &end, 10);
+  while (*end == ' ')
+    end++;
+  if (errno || end == v || *end || x < lo || x > hi)
+    return cio_set_error(MPI_ERR_INFO_VALUE,
+                         "hint %s=\"%s\": expected an integer in %lld..%lld",
+                         key, v, (long long)lo, (long long)hi);
+  *val = x;
+  return MPI_SUCCESS;
+}
+
+/* Reads the hints in `info` over the current values in *cb, *nodes, *depth. */
+static int parse_hints(MPI_Info info, int nprocs, int64_t *cb, int *nodes,
+                       int *depth) {
+  if (info == MPI_INFO_NULL)
+    return MPI_SUCCESS;
+  int64_t c = *cb, n = *nodes, d = *depth;
+  int rc = parse_int_hint(info, "cb_buffer_size", 1, (int64_t)1 << 40, &c);
+  if (rc == MPI_SUCCESS)
+    rc = parse_int_hint(info, "cb_nodes", 1, INT_MAX, &n);
+  if (rc == MPI_SUCCESS)
+    rc = parse_int_hint(info, "swarm_cio_depth", 1, SWARM_CIO_MAX_DEPTH, &d);
+  if (rc != MPI_SUCCESS)
+    return rc;
+  *cb = c;
+  *nodes = n > nprocs ? nprocs : (int)n;
+  *depth = (int)d;
+  return MPI_SUCCESS;
+}
+
+/* Agrees on an error code and checks that the int64 values are equal on every
+ * rank (names[i] for the message). */
+static int agree_values(MPI_Comm comm, int rc, const int64_t *v, int nv,
+                        const char *const *names) {
+  int64_t in[1 + 2 * 8], out[1 + 2 * 8];
+  in[0] = rc;
+  for (int i = 0; i < nv; i++) {
+    in[1 + 2 * i] = v[i];
+    in[2 + 2 * i] = -v[i];
+  }
+  MPI_Allreduce(in, out, 1 + 2 * nv, MPI_INT64_T, MPI_MAX, comm);
+  if (rc != MPI_SUCCESS)
+    return rc;
+  if (out[0] != MPI_SUCCESS)
+    return cio_set_error((int)out[0],
+                         "another rank failed this collective call (error "
+                         "class %d); see its swarm_cio_errmsg()",
+                         (int)out[0]);
+  for (int i = 0; i < nv; i++)
+    if (out[1 + 2 * i] != -out[2 + 2 * i])
+      return cio_set_error(MPI_ERR_NOT_SAME,
+                           "%s differs between ranks (%lld here, range "
+                           "%lld..%lld)",
+                           names[i], (long long)v[i],
+                           (long long)-out[2 + 2 * i],
+                           (long long)out[1 + 2 * i]);
+  return MPI_SUCCESS;
+}
+
+/* ---- aggregator state ---------------------------------------------------- */
+
+static int agg_rank(const swarm_cio_file_t fh, int i) {
+  return (int)((int64_t)i * fh->nprocs / fh->cb_nodes);
+}
+
+static void agg_free(swarm_cio_file_t fh) {
+  if (!fh->agg_ready)
+    return;
+  if (fh->agg_index >= 0) {
+    cio_io_stop(&fh->io);
+    for (int s = 0; s < fh->depth; s++)
+      free(fh->slots[s]);
+    free(fh->slots);
+    fh->slots = NULL;
+  }
+  fh->agg_ready = 0;
+}
+
+static int agg_setup(swarm_cio_file_t fh) {
+  if (fh->agg_ready)
+    return MPI_SUCCESS;
+  fh->agg_index = -1;
+  for (int i = 0; i < fh->cb_nodes; i++)
+    if (agg_rank(fh, i) == fh->rank)
+      fh->agg_index = i;
+  fh->slot_size = (fh->cb_size + fh->depth - 1) / fh->depth;
+  if (fh->agg_index >= 0) {
+    fh->slots = calloc((size_t)fh->depth, sizeof *fh->slots);
+    int ok = fh->slots != NULL;
+    for (int s = 0; ok && s < fh->depth; s++)
+      ok = (fh->slots[s] = malloc((size_t)fh->slot_size)) != NULL;
+    int e = ok ? cio_io_start(&fh->io, fh->fd, fh->depth) : ENOMEM;
+    if (e) {
+      for (int s = 0; fh->slots && s < fh->depth; s++)
+        free(fh->slots[s]);
+      free(fh->slots);
+      fh->slots = NULL;
+      return cio_set_error(errno_class(e),
+                           "cannot set up the aggregator (%lld bytes of "
+                           "buffer, I/O thread): %s",
+                           (long long)fh->cb_size, strerror(e));
+    }
+  }
+  fh->agg_ready = 1;
+  return MPI_SUCCESS;
+}
+
+/* ---- open / close -------------------------------------------------------- */
+
+int swarm_cio_open(MPI_Comm comm, const char *path, int amode, MPI_Info info,
+                   swarm_cio_file_t *fh) {
+  if (fh)
+    *fh = NULL;
+  if (comm == MPI_COMM_NULL)
+    return cio_set_error(MPI_ERR_COMM, "swarm_cio_open: MPI_COMM_NULL");
+  int inter = 0;
+  MPI_Comm_test_inter(comm, &inter);
+  if (inter)
+    return cio_set_error(MPI_ERR_COMM,
+                         "swarm_cio_open: intercommunicators are not allowed");
+  int rank, nprocs;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &nprocs);
+
+  int rc = MPI_SUCCESS;
+  int access = amode & (MPI_MODE_RDONLY | MPI_MODE_WRONLY | MPI_MODE_RDWR);
+  int64_t cb = SWARM_CIO_DEFAULT_CB_BUFFER_SIZE;
+  int nodes = nprocs, depth = SWARM_CIO_DEFAULT_DEPTH;
+  if (!fh)
+    rc = cio_set_error(MPI_ERR_ARG, "swarm_cio_open: fh is NULL");
+  else if (!path || !*path)
+    rc = cio_set_error(MPI_ERR_BAD_FILE, "swarm_cio_open: empty or NULL path");
+  else if (access != MPI_MODE_RDONLY && access != MPI_MODE_WRONLY &&
+           access != MPI_MODE_RDWR)
+    rc = cio_set_error(MPI_ERR_AMODE, "swarm_cio_open: amode must contain "
+                                      "exactly one of MPI_MODE_RDONLY, "
+                                      "MPI_MODE_WRONLY, MPI_MODE_RDWR");
+  else if (amode & ~(access | MPI_MODE_CREATE | MPI_MODE_EXCL))
+    rc = cio_set_error(MPI_ERR_AMODE,
+                       "swarm_cio_open: only MPI_MODE_CREATE and "
+                       "MPI_MODE_EXCL may accompany the access mode");
+  else if (access == MPI_MODE_RDONLY &&
+           (amode & (MPI_MODE_CREATE | MPI_MODE_EXCL)))
+    rc = cio_set_error(MPI_ERR_AMODE, "swarm_cio_open: MPI_MODE_RDONLY with "
+                                      "MPI_MODE_CREATE or MPI_MODE_EXCL");
+  if (rc == MPI_SUCCESS)
+    rc = parse_hints(info, nprocs, &cb, &nodes, &depth);
+  static const char *const names[] = {"amode", "cb_buffer_size", "cb_nodes",
+                                      "swarm_cio_depth"};
+  int64_t vals[4] = {amode, cb, nodes, depth};
+  rc = agree_values(comm, rc, vals, 4, names);
+  if (rc != MPI_SUCCESS)
+    return rc;
+
+  struct swarm_cio_file *f = calloc(1, sizeof *f);
+  int e = f ? 0 : ENOMEM;
+  if (f) {
+    f->fd = -1;
+    f->comm = MPI_COMM_NULL;
+  }
+  int flags = access == MPI_MODE_RDONLY ? O_RDONLY : O_RDWR;
+  /* Rank 0 creates the file alone, so MPI_MODE_EXCL fails on at most one
+   * rank and nobody races the creation. */
+  if (rank == 0 && (amode & MPI_MODE_CREATE) && !e) {
+    int cflags = flags | O_CREAT | ((amode & MPI_MODE_EXCL) ? O_EXCL : 0);
+    f->fd = open(path, cflags | O_CLOEXEC, 0666);
+    if (f->fd < 0)
+      e = errno;
+  }
+  int e0 = e;
+  if (amode & MPI_MODE_CREATE)
+    MPI_Bcast(&e0, 1, MPI_INT, 0, comm);
+  if (!e && !(rank == 0 && (amode & MPI_MODE_CREATE))) {
+    if (e0)
+      e = e0; /* creation failed: report the same error everywhere */
+    else if ((f->fd = open(path, flags | O_CLOEXEC)) < 0)
+      e = errno;
+  }
+  if (e)
+    rc = cio_set_error(errno_class(e), "swarm_cio_open: %s: %s", path,
+                       strerror(e));
+  if (rc == MPI_SUCCESS && MPI_Comm_dup(comm, &f->comm) != MPI_SUCCESS)
+    rc = cio_set_error(MPI_ERR_OTHER, "swarm_cio_open: MPI_Comm_dup failed");
+  int grc = agree(comm, rc);
+  if (grc != MPI_SUCCESS) {
+    if (f) {
+      if (f->fd >= 0)
+        close(f->fd);
+      if (f->comm != MPI_COMM_NULL)
+        MPI_Comm_free(&f->comm);
+      free(f);
+    }
+    return grc;
+  }
+  /* Errors inside our own exchanges come back as codes, never abort. */
+  MPI_Comm_set_errhandler(f->comm, MPI_ERRORS_RETURN);
+  f->rank = rank;
+  f->nprocs = nprocs;
+  f->amode = amode;
+  f->cb_size = cb;
+  f->cb_nodes = nodes;
+  f->depth = depth;
+  f->disp = 0;
+  f->esize = 1;
+  f->fext = f->fsize = 1;
+  f->dense = 1;
+  cio_list_append(&f->ftype, 0, 1);
+  *fh = f;
+  return MPI_SUCCESS;
+}
+
+int swarm_cio_close(swarm_cio_file_t *fhp) {
+  if (!fhp || !*fhp)
+    return cio_set_error(MPI_ERR_FILE, "swarm_cio_close: NULL file handle");
+  swarm_cio_file_t fh = *fhp;
+  agg_free(fh);
+  int rc = MPI_SUCCESS;
+  if (close(fh->fd) != 0)
+    rc = cio_set_error(MPI_ERR_IO, "swarm_cio_close: close: %s",
+                       strerror(errno));
+  rc = agree(fh->comm, rc);
+  MPI_Comm_free(&fh->comm);
+  cio_list_free(&fh->ftype);
+  free(fh);
+  *fhp = NULL;
+  return rc;
+}
+
+int swarm_cio_sync(swarm_cio_file_t fh) {
+  if (!fh)
+    return cio_set_error(MPI_ERR_FILE, "swarm_cio_sync: NULL file handle");
+  int rc = MPI_SUCCESS;
+  if (fdatasync(fh->fd) != 0)
+    rc = cio_set_error(errno_class(errno), "swarm_cio_sync: fdatasync: %s",
+                       strerror(errno));
+  return agree(fh->comm, rc);
+}
+
+int swarm_cio_get_position(swarm_cio_file_t fh, MPI_Offset *offset) {
+  if (!fh)
+    return cio_set_error(MPI_ERR_FILE, "swarm_cio_get_position: NULL handle");
+  if (!offset)
+    return cio_set_error(MPI_ERR_ARG, "swarm_cio_get_position: NULL offset");
+  *offset = fh->fp;
+  return MPI_SUCCESS;
+}
+
+int swarm_cio_seek(swarm_cio_file_t fh, MPI_Offset offset) {
+  if (!fh)
+    return cio_set_error(MPI_ERR_FILE, "swarm_cio_seek: NULL handle");
+  if (offset < 0)
+    return cio_set_error(MPI_ERR_ARG, "swarm_cio_seek: negative offset");
+  fh->fp = offset;
+  return MPI_SUCCESS;
+}
+
+/* ---- views -----------------------------------------------------------------
+ */
+
+int swarm_cio_set_view(swarm_cio_file_t fh, MPI_Offset disp, MPI_Datatype etype,
+                       MPI_Datatype filetype, const char *datarep,
+                       MPI_Info info) {
+  if (!fh)
+    return cio_set_error(MPI_ERR_FILE, "swarm_cio_set_view: NULL handle");
+  int rc = MPI_SUCCESS;
+  cio_list_t ft = {0};
+  int esize = 0, fsize = 0;
+  MPI_Aint flb = 0, fext = 0;
+  int64_t cb = fh->cb_size;
+  int nodes = fh->cb_nodes, depth = fh->depth;
+  if (disp < 0)
+    rc = cio_set_error(MPI_ERR_ARG,
+                       "swarm_cio_set_view: negative "
+                       "displacement %lld",
+                       (long long)disp);
+  else if (datarep && strcmp(datarep, "native") != 0)
+    rc = cio_set_error(MPI_ERR_UNSUPPORTED_DATAREP,
+                       "swarm_cio_set_view: data representation \"%s\"; only "
+                       "\"native\" is supported",
+                       datarep);
+  else if (etype == MPI_DATATYPE_NULL || filetype == MPI_DATATYPE_NULL)
+    rc = cio_set_error(MPI_ERR_TYPE, "swarm_cio_set_view: MPI_DATATYPE_NULL");
+  if (rc == MPI_SUCCESS) {
+    MPI_Type_size(etype, &esize);
+    MPI_Type_size(filetype, &fsize);
+    MPI_Type_get_extent(filetype, &flb, &fext);
+    if (esize <= 0)
+      rc = cio_set_error(MPI_ERR_TYPE, "swarm_cio_set_view: etype has size 0");
+    else if (fsize <= 0 || fsize % esize)
+      rc = cio_set_error(MPI_ERR_TYPE,
+                         "swarm_cio_set_view: filetype size %d is not a "
+                         "positive multiple of the etype size %d",
+                         fsize, esize);
+    else
+      rc = cio_flatten(filetype, &ft);
+  }
+  if (rc == MPI_SUCCESS) {
+    for (size_t j = 0; j < ft.n && rc == MPI_SUCCESS; j++) {
+      if (ft.b[j].off < 0 ||
+          (j > 0 && ft.b[j].off < ft.b[j - 1].off + ft.b[j - 1].len))
+        rc = cio_set_error(MPI_ERR_TYPE,
+                           "swarm_cio_set_view: the filetype's displacements "
+                           "must be non-negative, increasing and must not "
+                           "overlap (block %zu at %lld)",
+                           j, (long long)ft.b[j].off);
+    }
+    if (rc == MPI_SUCCESS && ft.n &&
+        ft.b[ft.n - 1].off + ft.b[ft.n - 1].len > (int64_t)fext)
+      rc = cio_set_error(MPI_ERR_TYPE,
+                         "swarm_cio_set_view: the filetype's data reach past "
+                         "its extent, so its tiles would overlap");
+  }
+  if (rc == MPI_SUCCESS)
+    rc = parse_hints(info, fh->nprocs, &cb, &nodes, &depth);
+  static const char *const names[] = {"etype size", "cb_buffer_size",
+                                      "cb_nodes", "swarm_cio_depth"};
+  int64_t vals[4] = {esize, cb, nodes, depth};
+  rc = agree_values(fh->comm, rc, vals, 4, names);
+  if (rc != MPI_SUCCESS) {
+    cio_list_free(&ft);
+    return rc;
+  }
+  if (cb != fh->cb_size || nodes != fh->cb_nodes || depth != fh->depth) {
+    agg_free(fh);
+    fh->cb_size = cb;
+    fh->cb_nodes = nodes;
+    fh->depth = depth;
+  }
+  cio_list_free(&fh->ftype);
+  fh->ftype = ft;
+  fh->disp = disp;
+  fh->esize = esize;
+  fh->fsize = fsize;
+  fh->fext = fext;
+  fh->dense = ft.n == 1 && ft.b[0].off == 0 && ft.b[0].len == (int64_t)fext;
+  fh->fp = 0;
+  return MPI_SUCCESS;
+}
+
+/* The file blocks holding stream bytes [s, s + n) of the view, in order. */
+static int build_access(swarm_cio_file_t fh, int64_t s, int64_t n,
+                        cio_list_t *out) {
+  if (n == 0)
+    return 0;
+  if (fh->dense)
+    return cio_list_append(out, fh->disp + s, n);
+  int64_t tile = s / fh->fsize, skip = s % fh->fsize, left = n;
+  while (left > 0) {
+    int64_t base = fh->disp + tile * fh->fext;
+    for (size_t j = 0; j < fh->ftype.n && left > 0; j++) {
+      const cio_block_t *b = &fh->ftype.b[j];
+      if (skip >= b->len) {
+        skip -= b->len;
+        continue;
+      }
+      int64_t take = b->len - skip < left ? b->len - skip : left;
+      if (cio_list_append(out, base + b->off + skip, take))
+        return ENOMEM;
+      left -= take;
+      skip = 0;
+    }
+    tile++;
+  }
+  return 0;
+}
+
+/* ---- the two-phase engine --------------------------------------------------
+ */
+
+/* Walks a sorted list of blocks (stride 2: off, len; stride 3: off, len,
+ * stream position) window by window. */
+typedef struct cursor {
+  const int64_t *v;
+  int stride;
+  size_t n, i;
+  int64_t cur; /* next unconsumed file byte */
+} cursor_t;
+
+static void cursor_init(cursor_t *c, const int64_t *v, int stride, size_t n) {
+  c->v = v;
+  c->stride = stride;
+  c->n = n;
+  c->i = 0;
+  c->cur = n ? v[0] : 0;
+}
+
+/* The next piece below `whi`: 1 with *off, *len, *pos set, or 0. */
+static int cursor_next(cursor_t *c, int64_t whi, int64_t *off, int64_t *len,
+                       int64_t *pos) {
+  while (c->i < c->n) {
+    const int64_t *b = c->v + c->i * c->stride;
+    if (c->cur < b[0])
+      c->cur = b[0];
+    if (c->cur >= b[0] + b[1]) {
+      c->i++;
+      continue;
+    }
+    if (c->cur >= whi)
+      return 0;
+    int64_t end = b[0] + b[1] < whi ? b[0] + b[1] : whi;
+    *off = c->cur;
+    *len = end - c->cur;
+    if (pos)
+      *pos = c->stride == 3 ? b[2] + (c->cur - b[0]) : 0;
+    c->cur = end;
+    return 1;
+  }
+  return 0;
+}
+
+static int64_t cursor_bytes(cursor_t c, int64_t whi) { /* by value: peeks */
+  int64_t off, len, t = 0;
+  while (cursor_next(&c, whi, &off, &len, NULL))
+    t += len;
+  return t;
+}
+
+static int grow(char **buf, int64_t *cap, int64_t want) {
+  if (want <= *cap)
+    return 0;
+  char *b = realloc(*buf, (size_t)want);
+  if (!b)
+    return ENOMEM;
+  *buf = b;
+  *cap = want;
+  return 0;
+}
+
+typedef struct plan {
+  int64_t gmin, dsz, ncycles;
+  /* this rank's blocks split by domain: triples, agg i owns
+   * [first[i], first[i+1]) */
+  int64_t *mine;
+  size_t *first;
+  /* aggregator: the other ranks' blocks in its domain, pairs per rank */
+  int64_t *others;
+  int *ocount, *odispl; /* in int64 units */
+  int64_t *span_lo, *span_hi, *cover;
+  cursor_t *ocur; /* per rank */
+  cursor_t *mcur; /* per aggregator */
+  char *sbuf, *rbuf;
+  int64_t scap, rcap;
+  MPI_Request *req;
+} plan_t;
+
+static void plan_free(plan_t *p) {
+  free(p->mine);
+  free(p->first);
+  free(p->others);
+  free(p->ocount);
+  free(p->odispl);
+  free(p->span_lo);
+  free(p->span_hi);
+  free(p->cover);
+  free(p->ocur);
+  free(p->mcur);
+  free(p->sbuf);
+  free(p->rbuf);
+  free(p->req);
+}
+
+static int64_t dom_lo(const plan_t *p, int i, int64_t gmax) {
+  int64_t x = p->gmin + i * p->dsz;
+  return x < gmax ? x : gmax;
+}
+
+/* The whole collective transfer of this rank's stream (n bytes, contiguous
+ * at `stream`). Returns an error class, agreed between ranks. */
+static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
+                     int rc) {
+  MPI_Comm comm = fh->comm;
+  int P = fh->nprocs, A = fh->cb_nodes;
+  plan_t p;
+  memset(&p, 0, sizeof p);
+  cio_list_t acc = {0};
+  if (rc == MPI_SUCCESS && build_access(fh, fh->fp * fh->esize, n, &acc))
+    rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for the access list");
+  if (rc == MPI_SUCCESS)
+    rc = agg_setup(fh);
+
+  /* 1. agree and learn the accessed range */
+  int64_t mine3[3] = {rc, acc.n ? acc.b[0].off : -1,
+                      acc.n ? acc.b[acc.n - 1].off + acc.b[acc.n - 1].len : -1};
+  int64_t *all = malloc(3 * sizeof(int64_t) * (size_t)P);
+  if (!all) { /* cannot even agree without it: fall back to a reduction */
+    rc = agree(comm, cio_set_error(MPI_ERR_NO_MEM, "out of memory"));
+    cio_list_free(&acc);
+    return rc;
+  }
+  MPI_Allgather(mine3, 3, MPI_INT64_T, all, 3, MPI_INT64_T, comm);
+  int other = MPI_SUCCESS;
+  int64_t gmin = INT64_MAX, gmax = -1;
+  for (int r = 0; r < P; r++) {
+    if (all[3 * r] != MPI_SUCCESS && other == MPI_SUCCESS)
+      other = (int)all[3 * r];
+    if (all[3 * r + 1] >= 0) {
+      if (all[3 * r + 1] < gmin)
+        gmin = all[3 * r + 1];
+      if (all[3 * r + 2] > gmax)
+        gmax = all[3 * r + 2];
+    }
+  }
+  free(all);
+  if (rc != MPI_SUCCESS || other != MPI_SUCCESS) {
+    cio_list_free(&acc);
+    if (rc != MPI_SUCCESS)
+      return rc;
+    return cio_set_error(other,
+                         "another rank failed this collective call "
+                         "(error class %d); see its swarm_cio_errmsg()",
+                         other);
+  }
+  if (gmax < 0) { /* nobody accesses anything */
+    cio_list_free(&acc);
+    return MPI_SUCCESS;
+  }
+
+  /* 2. domains, and each aggregator learns the blocks in its domain */
+  p.gmin = gmin;
+  p.dsz = (gmax - gmin + A - 1) / A;
+  int64_t S = fh->slot_size;
+  p.ncycles = (p.dsz + S - 1) / S;
+  int me_agg = fh->agg_index;
+  size_t nsplit = 0;
+  for (size_t j = 0; j < acc.n; j++) { /* pieces after splitting */
+    int64_t a = (acc.b[j].off - gmin) / p.dsz;
+    int64_t z = (acc.b[j].off + acc.b[j].len - 1 - gmin) / p.dsz;
+    nsplit += (size_t)(z - a + 1);
+  }
+  p.mine = malloc((nsplit + 1) * 3 * sizeof(int64_t));
+  p.first = calloc((size_t)A + 1, sizeof *p.first);
+  p.ocount = calloc((size_t)P, sizeof(int));
+  p.odispl = calloc((size_t)P, sizeof(int));
+  int *scount = calloc((size_t)P, sizeof(int));
+  int *sdispl = calloc((size_t)P, sizeof(int));
+  int64_t *pairs = malloc((nsplit + 1) * 2 * sizeof(int64_t));
+  p.mcur = calloc((size_t)A, sizeof *p.mcur);
+  p.ocur = calloc((size_t)P, sizeof *p.ocur);
+  p.req = calloc(2 * (size_t)P + 2, sizeof *p.req);
+  rc = (p.mine && p.first && p.ocount && p.odispl && scount && sdispl &&
+        pairs && p.mcur && p.ocur && p.req)
+           ? MPI_SUCCESS
+           : cio_set_error(MPI_ERR_NO_MEM, "out of memory planning the I/O");
+  if (rc == MPI_SUCCESS && 2 * nsplit > INT_MAX)
+    rc = cio_set_error(MPI_ERR_COUNT,
+                       "the view splits into too many blocks "
+                       "(%zu)",
+                       nsplit);
+  if (rc == MPI_SUCCESS) {
+    size_t k = 0;
+    int64_t pos = 0;
+    for (size_t j = 0; j < acc.n; j++) {
+      int64_t off = acc.b[j].off, end = off + acc.b[j].len;
+      while (off < end) {
+        int64_t i = (off - gmin) / p.dsz;
+        int64_t dhi = gmin + (i + 1) * p.dsz;
+        int64_t e = end < dhi ? end : dhi;
+        p.mine[3 * k] = off;
+        p.mine[3 * k + 1] = e - off;
+        p.mine[3 * k + 2] = pos;
+        pairs[2 * k] = off;
+        pairs[2 * k + 1] = e - off;
+        p.first[i + 1]++;
+        pos += e - off;
+        off = e;
+        k++;
+      }
+    }
+    for (int i = 0; i < A; i++)
+      p.first[i + 1] += p.first[i];
+    for (int i = 0; i < A; i++) {
+      int r = agg_rank(fh, i);
+      scount[r] = (int)(2 * (p.first[i + 1] - p.first[i]));
+      sdispl[r] = (int)(2 * p.first[i]);
+    }
+  }
+  cio_list_free(&acc);
+  rc = agree(comm, rc);
+  if (rc == MPI_SUCCESS) {
+    MPI_Alltoall(scount, 1, MPI_INT, p.ocount, 1, MPI_INT, comm);
+    int64_t tot = 0;
+    for (int r = 0; r < P; r++) {
+      p.odispl[r] = (int)tot;
+      tot += p.ocount[r];
+    }
+    if (tot > INT_MAX)
+      rc = cio_set_error(MPI_ERR_COUNT, "too many blocks for one aggregator");
+    else if (!(p.others = malloc(((size_t)tot + 1) * sizeof(int64_t))))
+      rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for block lists");
+    rc = agree(comm, rc);
+    if (rc == MPI_SUCCESS)
+      MPI_Alltoallv(pairs, scount, sdispl, MPI_INT64_T, p.others, p.ocount,
+                    p.odispl, MPI_INT64_T, comm);
+  }
+  free(scount);
+  free(sdispl);
+  free(pairs);
+  if (rc != MPI_SUCCESS) {
+    plan_free(&p);
+    return rc;
+  }
+
+  /* 3. per-cycle spans of the aggregator's windows */
+  int64_t flo = 0, fhi = 0;
+  if (me_agg >= 0) {
+    flo = dom_lo(&p, me_agg, gmax);
+    fhi = dom_lo(&p, me_agg + 1, gmax);
+    p.span_lo = malloc(((size_t)p.ncycles + 1) * sizeof(int64_t));
+    p.span_hi = malloc(((size_t)p.ncycles + 1) * sizeof(int64_t));
+    p.cover = calloc((size_t)p.ncycles + 1, sizeof(int64_t));
+    if (!p.span_lo || !p.span_hi || !p.cover)
+      rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for the cycle plan");
+    for (int64_t c = 0; rc == MPI_SUCCESS && c < p.ncycles; c++) {
+      p.span_lo[c] = INT64_MAX;
+      p.span_hi[c] = -1;
+    }
+    for (int r = 0; rc == MPI_SUCCESS && r < P; r++) {
+      const int64_t *b = p.others + p.odispl[r];
+      for (int j = 0; j < p.ocount[r] / 2; j++) {
+        int64_t off = b[2 * j], end = off + b[2 * j + 1];
+        while (off < end) {
+          int64_t c = (off - flo) / S;
+          int64_t whi = flo + (c + 1) * S;
+          int64_t e = end < whi ? end : whi;
+          if (off < p.span_lo[c])
+            p.span_lo[c] = off;
+          if (e > p.span_hi[c])
+            p.span_hi[c] = e;
+          p.cover[c] += e - off;
+          off = e;
+        }
+      }
+    }
+  }
+  /* exchange buffers, sized for the largest cycle, so the loop below
+   * cannot fail half way: this rank's side holds at most one window per
+   * aggregator of its own (non-overlapping) blocks; the aggregator's side
+   * holds a cycle's pieces of every rank. */
+  int64_t mine_cap = (int64_t)A * S < n ? (int64_t)A * S : n, agg_cap = 0;
+  for (int64_t c = 0; me_agg >= 0 && rc == MPI_SUCCESS && c < p.ncycles; c++)
+    if (p.cover[c] > agg_cap)
+      agg_cap = p.cover[c];
+  if (rc == MPI_SUCCESS && (grow(is_write ? &p.sbuf : &p.rbuf,
+                                 is_write ? &p.scap : &p.rcap, mine_cap) ||
+                            grow(is_write ? &p.rbuf : &p.sbuf,
+                                 is_write ? &p.rcap : &p.scap, agg_cap)))
+    rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for exchange buffers");
+  rc = agree(comm, rc);
+  if (rc != MPI_SUCCESS) {
+    plan_free(&p);
+    return rc;
+  }
+  for (int r = 0; r < P; r++)
+    cursor_init(&p.ocur[r], p.others + p.odispl[r], 2, (size_t)p.ocount[r] / 2);
+  for (int i = 0; i < A; i++)
+    cursor_init(&p.mcur[i], p.mine + 3 * p.first[i], 3,
+                p.first[i + 1] - p.first[i]);
+
+  /* 4. the cycles */
+  int D = fh->depth;
+  cio_io_t *io = &fh->io;
+  int xrc = MPI_SUCCESS;
+#define SPAN_OK(c) (p.span_hi[c] > p.span_lo[c])
+#define NEEDS_READ(c)                                                          \
+  (SPAN_OK(c) && (!is_write || p.cover[c] != p.span_hi[c] - p.span_lo[c]))
+  if (me_agg >= 0)
+    for (int64_t c = 0; c < p.ncycles && c < D; c++)
+      if (NEEDS_READ(c))
+        cio_io_submit(io, CIO_OP_READ, (int)(c % D), fh->slots[c % D],
+                      p.span_lo[c], p.span_hi[c] - p.span_lo[c]);
+  for (int64_t c = 0; c < p.ncycles; c++) {
+    int nreq = 0;
+    int64_t off, len, pos;
+    /* this rank's side: one message per aggregator holding pieces */
+    char **mybuf = is_write ? &p.sbuf : &p.rbuf;
+    int64_t at = 0;
+    for (int i = 0; i < A; i++) {
+      int64_t whi = dom_lo(&p, i, gmax) + (c + 1) * S;
+      if (whi > dom_lo(&p, i + 1, gmax))
+        whi = dom_lo(&p, i + 1, gmax);
+      int64_t t = cursor_bytes(p.mcur[i], whi);
+      if (t == 0)
+        continue;
+      char *b = *mybuf + at;
+      if (is_write) {
+        while (cursor_next(&p.mcur[i], whi, &off, &len, &pos)) {
+          memcpy(b, stream + pos, (size_t)len);
+          b += len;
+        }
+        MPI_Isend(*mybuf + at, (int)t, MPI_BYTE, agg_rank(fh, i), CIO_TAG, comm,
+                  &p.req[nreq++]);
+      } else {
+        MPI_Irecv(*mybuf + at, (int)t, MPI_BYTE, agg_rank(fh, i), CIO_TAG, comm,
+                  &p.req[nreq++]);
+      }
+      at += t;
+    }
+    /* the aggregator's side */
+    int slot = (int)(c % D);
+    int64_t lo = 0, hi = 0;
+    int have = me_agg >= 0 && SPAN_OK(c);
+    if (have) {
+      lo = p.span_lo[c];
+      hi = p.span_hi[c];
+    }
+    int64_t whi_agg = flo + (c + 1) * S < fhi ? flo + (c + 1) * S : fhi;
+    char **abuf = is_write ? &p.rbuf : &p.sbuf;
+    if (have && !is_write)
+      cio_io_wait_slot(io, slot);
+    at = 0;
+    for (int r = 0; have && r < P; r++) {
+      int64_t t = cursor_bytes(p.ocur[r], whi_agg);
+      if (t == 0)
+        continue;
+      if (is_write) {
+        MPI_Irecv(*abuf + at, (int)t, MPI_BYTE, r, CIO_TAG, comm,
+                  &p.req[nreq++]);
+      } else {
+        char *b = *abuf + at;
+        cursor_t c2 = p.ocur[r];
+        while (cursor_next(&c2, whi_agg, &off, &len, NULL)) {
+          memcpy(b, fh->slots[slot] + (off - lo), (size_t)len);
+          b += len;
+        }
+        MPI_Isend(*abuf + at, (int)t, MPI_BYTE, r, CIO_TAG, comm,
+                  &p.req[nreq++]);
+      }
+      at += t;
+    }
+    /* read: the slot is packed, so its next read can start now */
+    if (me_agg >= 0 && !is_write && c + D < p.ncycles && NEEDS_READ(c + D))
+      cio_io_submit(io, CIO_OP_READ, slot, fh->slots[slot], p.span_lo[c + D],
+                    p.span_hi[c + D] - p.span_lo[c + D]);
+    if (MPI_Waitall(nreq, p.req, MPI_STATUSES_IGNORE) != MPI_SUCCESS &&
+        xrc == MPI_SUCCESS)
+      xrc = cio_set_error(MPI_ERR_OTHER,
+                          "an exchange message failed in cycle "
+                          "%lld",
+                          (long long)c);
+    /* unpack this rank's pieces (read) */
+    at = 0;
+    for (int i = 0; i < A; i++) {
+      int64_t whi = dom_lo(&p, i, gmax) + (c + 1) * S;
+      if (whi > dom_lo(&p, i + 1, gmax))
+        whi = dom_lo(&p, i + 1, gmax);
+      if (is_write)
+        continue; /* cursors already advanced while packing */
+      while (cursor_next(&p.mcur[i], whi, &off, &len, &pos)) {
+        memcpy(stream + pos, p.rbuf + at, (size_t)len);
+        at += len;
+      }
+    }
+    /* write: lay the received pieces over the slot and queue the pwrite */
+    if (have && is_write) {
+      cio_io_wait_slot(io, slot);
+      at = 0;
+      for (int r = 0; r < P; r++)
+        while (cursor_next(&p.ocur[r], whi_agg, &off, &len, NULL)) {
+          memcpy(fh->slots[slot] + (off - lo), p.rbuf + at, (size_t)len);
+          at += len;
+        }
+      cio_io_submit(io, CIO_OP_WRITE, slot, fh->slots[slot], lo, hi - lo);
+    } else if (have) {
+      for (int r = 0; r < P; r++) /* read: advance past this window */
+        while (cursor_next(&p.ocur[r], whi_agg, &off, &len, NULL))
+          ;
+    }
+    if (me_agg >= 0 && is_write && c + D < p.ncycles && NEEDS_READ(c + D))
+      cio_io_submit(io, CIO_OP_READ, slot, fh->slots[slot], p.span_lo[c + D],
+                    p.span_hi[c + D] - p.span_lo[c + D]);
+  }
+#undef SPAN_OK
+#undef NEEDS_READ
+
+  /* 5. finish the I/O and agree on the outcome */
+  rc = xrc;
+  if (me_agg >= 0) {
+    int64_t eoff = 0;
+    int e = cio_io_drain(io, &eoff);
+    if (e && rc == MPI_SUCCESS)
+      rc = cio_set_error(errno_class(e), "%s at file offset %lld failed: %s",
+                         is_write ? "pwrite" : "pread", (long long)eoff,
+                         strerror(e));
+  }
+  plan_free(&p);
+  return agree(comm, rc);
+}
+
+static int check_rw(swarm_cio_file_t fh, const void *buf, int count,
+                    MPI_Datatype datatype, int is_write, int64_t *n,
+                    cio_list_t *mem, MPI_Aint *mext) {
+  int access = fh->amode & (MPI_MODE_RDONLY | MPI_MODE_WRONLY | MPI_MODE_RDWR);
+  const char *fn = is_write ? "swarm_cio_write_all" : "swarm_cio_read_all";
+  if (is_write && access == MPI_MODE_RDONLY)
+    return cio_set_error(MPI_ERR_READ_ONLY, "%s: file opened MPI_MODE_RDONLY",
+                         fn);
+  if (!is_write && access == MPI_MODE_WRONLY)
+    return cio_set_error(MPI_ERR_ACCESS, "%s: file opened MPI_MODE_WRONLY", fn);
+  if (count < 0)
+    return cio_set_error(MPI_ERR_COUNT, "%s: negative count %d", fn, count);
+  if (datatype == MPI_DATATYPE_NULL)
+    return cio_set_error(MPI_ERR_TYPE, "%s: MPI_DATATYPE_NULL", fn);
+  int size;
+  MPI_Aint lb;
+  MPI_Type_size(datatype, &size);
+  MPI_Type_get_extent(datatype, &lb, mext);
+  *n = (int64_t)count * size;
+  if (*n > 0 && !buf)
+    return cio_set_error(MPI_ERR_BUFFER, "%s: NULL buffer for %lld bytes", fn,
+                         (long long)*n);
+  if (*n % fh->esize)
+    return cio_set_error(MPI_ERR_TYPE,
+                         "%s: %lld bytes is not a whole number of etypes (%lld "
+                         "bytes each)",
+                         fn, (long long)*n, (long long)fh->esize);
+  if (*n == 0)
+    return MPI_SUCCESS;
+  return cio_flatten(datatype, mem);
+}
+
+/* The stream of a buffer: the buffer itself when the memory type is one
+ * dense block per item laid end to end, else a packed copy. */
+static int rw_all(swarm_cio_file_t fh, void *buf, int count,
+                  MPI_Datatype datatype, MPI_Status *status, int is_write) {
+  const char *fn = is_write ? "swarm_cio_write_all" : "swarm_cio_read_all";
+  if (!fh)
+    return cio_set_error(MPI_ERR_FILE, "%s: NULL file handle", fn);
+  int64_t n = 0;
+  cio_list_t mem = {0};
+  MPI_Aint mext = 0;
+  int rc = check_rw(fh, buf, count, datatype, is_write, &n, &mem, &mext);
+  char *stream = NULL, *packed = NULL;
+  if (rc == MPI_SUCCESS && n > 0) {
+    if (mem.n == 1 && mem.b[0].len * count == n && mext == mem.b[0].len) {
+      stream = (char *)buf + mem.b[0].off;
+    } else if (n > INT_MAX) {
+      rc = cio_set_error(MPI_ERR_COUNT,
+                         "%s: a non-contiguous memory type moving %lld bytes "
+                         "(more than INT_MAX) is not supported",
+                         fn, (long long)n);
+    } else if (!(packed = malloc((size_t)n))) {
+      rc = cio_set_error(MPI_ERR_NO_MEM, "%s: out of memory", fn);
+    } else {
+      stream = packed;
+      if (is_write) {
+        int position = 0;
+        MPI_Pack(buf, count, datatype, packed, (int)n, &position, fh->comm);
+      }
+    }
+  }
+  cio_list_free(&mem);
+  int64_t fsz = 0;
+  struct stat st;
+  if (!is_write && rc == MPI_SUCCESS && fstat(fh->fd, &st) == 0)
+    fsz = st.st_size;
+  int64_t before_eof = n;
+  if (!is_write && rc == MPI_SUCCESS && n > 0) {
+    cio_list_t acc = {0};
+    if (build_access(fh, fh->fp * fh->esize, n, &acc) == 0) {
+      before_eof = 0;
+      for (size_t j = 0; j < acc.n; j++) {
+        int64_t e = acc.b[j].off + acc.b[j].len;
+        if (e > fsz)
+          e = fsz;
+        if (e > acc.b[j].off)
+          before_eof += e - acc.b[j].off;
+      }
+    }
+    cio_list_free(&acc);
+  }
+  rc = two_phase(fh, stream, n, is_write, rc);
+  if (rc == MPI_SUCCESS && packed && !is_write) {
+    int position = 0;
+    MPI_Unpack(packed, (int)n, &position, buf, count, datatype, fh->comm);
+  }
+  free(packed);
+  if (rc == MPI_SUCCESS) {
+    fh->fp += n / fh->esize;
+    if (status != MPI_STATUS_IGNORE)
+      MPI_Status_set_elements_x(status, MPI_BYTE, (MPI_Count)before_eof);
+  }
+  return rc;
+}
+
+int swarm_cio_read_all(swarm_cio_file_t fh, void *buf, int count,
+                       MPI_Datatype datatype, MPI_Status *status) {
+  return rw_all(fh, buf, count, datatype, status, 0);
+}
+
+int swarm_cio_write_all(swarm_cio_file_t fh, const void *buf, int count,
+                        MPI_Datatype datatype, MPI_Status *status) {
+  return rw_all(fh, (void *)buf, count, datatype, status, 1);
+}
