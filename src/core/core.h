@@ -190,6 +190,7 @@ struct runtime {
   size_t guard_size;
   bool bind;
   bool print_stats;
+  int stats_fd; /* SWARM_STATS: a duplicate of stderr taken at start-up */
   int cpus[SWARM_MAX_WORKERS];
   int ncpus;
   _Atomic int idle_workers;           /* workers asleep in worker_sleep */

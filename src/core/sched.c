@@ -64,6 +64,7 @@
  *    the sums match, every thread spawned before the second read has exited.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -865,6 +866,9 @@ int swarm_init(const swarm_config_t *config) {
   swarm_rt.default_stack = stack;
   swarm_rt.bind = bind;
   swarm_rt.print_stats = stats;
+  /* Programs may close stderr before exit (xz does): keep our own copy so
+   * the counters printed at exit still reach the terminal. */
+  swarm_rt.stats_fd = stats ? fcntl(2, F_DUPFD_CLOEXEC, 3) : -1;
   swarm_rt.guard_size = os_page_size();
   swarm_rt.ncpus = os_cpus_allowed(swarm_rt.cpus, SWARM_MAX_WORKERS);
   if (swarm_rt.ncpus > SWARM_MAX_WORKERS)
@@ -1017,8 +1021,12 @@ int swarm_finalize(void) {
   /* Wait until every other thread has exited (an idle worker readies us). */
   swarm_park(commit_finalize_wait, NULL);
   w = worker_current();
-  if (swarm_rt.print_stats) /* SWARM_STATS: this run's counters, now */
+  if (swarm_rt.print_stats) { /* SWARM_STATS: this run's counters, now */
     swarm_stats_print();
+    if (swarm_rt.stats_fd >= 0)
+      close(swarm_rt.stats_fd);
+    swarm_rt.stats_fd = -1;
+  }
   pthread_mutex_lock(&swarm_rt.lifecycle_lock);
   atomic_store(&swarm_rt.state, RT_STOPPING);
   for (int i = 1; i < swarm_rt.nworkers; i++) {

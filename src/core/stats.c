@@ -47,14 +47,17 @@ int swarm_stats_get(swarm_stats_t *stats) {
 void swarm_stats_print(void) {
   if (atomic_load(&swarm_rt.state) != RT_RUNNING)
     return;
-  fprintf(stderr,
-          "swarm stats: %-6s %12s %12s %12s %12s %10s %8s %8s\n", "worker",
-          "spawned", "run", "steal_tries", "steals", "parks", "sleeps",
-          "stacks");
+  /* stats_fd: stderr as it was when the runtime started (see swarm_init) */
+  int fd = swarm_rt.print_stats && swarm_rt.stats_fd >= 0 ? swarm_rt.stats_fd
+                                                          : 2;
+  fflush(stderr);
+  dprintf(fd, "swarm stats: %-6s %12s %12s %12s %12s %10s %8s %8s\n",
+          "worker", "spawned", "run", "steal_tries", "steals", "parks",
+          "sleeps", "stacks");
   for (int i = 0; i < swarm_rt.nworkers; i++) {
     swarm_stats_t s;
     worker_counters(&swarm_rt.workers[i], &s);
-    fprintf(stderr,
+    dprintf(fd,
             "swarm stats: %-6d %12llu %12llu %12llu %12llu %10llu %8llu "
             "%8llu\n",
             i, (unsigned long long)s.threads_spawned,
@@ -64,6 +67,6 @@ void swarm_stats_print(void) {
             (unsigned long long)s.parks, (unsigned long long)s.worker_sleeps,
             (unsigned long long)s.stacks_mapped);
   }
-  fprintf(stderr, "swarm stats: guard pages by %s, default stack %zu bytes\n",
+  dprintf(fd, "swarm stats: guard pages by %s, default stack %zu bytes\n",
           os_guard_kind(), swarm_rt.default_stack);
 }
