@@ -5,6 +5,7 @@
  * work but creation, so ns_per_task is the cost of a spawn+join.
  */
 #include "swarm.h"
+#include "swarm_run.h"
 #include "workloads.h"
 
 #include <stdio.h>
@@ -54,17 +55,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "btc: -d must be in 0..40\n");
     return 2;
   }
-  swarm_config_t cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.workers = args.workers;
-  int e = swarm_init(&cfg);
-  if (e != 0)
-    die("swarm_init", e);
-  double *times = calloc(args.reps, sizeof(double));
+  int workers;
   long minflt;
-  bench_time_reps(&args, rep, NULL, times, &minflt);
-  int workers = swarm_num_workers();
-  swarm_finalize();
+  double *times =
+      swarm_bench_run("btc", &args, rep, NULL, &workers, &minflt);
   btc_report("swarm", depth, workers, args.reps, times, leaves, minflt);
   free(times);
   return leaves == (1LL << depth) ? 0 : 1;

@@ -6,6 +6,7 @@
  * same flags, is timed in the same run for overhead_ns_per_thread.
  */
 #include "swarm.h"
+#include "swarm_run.h"
 #include "workloads.h"
 
 #include <stdio.h>
@@ -70,22 +71,18 @@ int main(int argc, char **argv) {
     fprintf(stderr, "fib: -n must be in 0..60\n");
     return 2;
   }
-  double *times = calloc(args.reps, sizeof(double));
   double *serial_times = calloc(args.reps, sizeof(double));
   long minflt, serial_minflt;
-
+  if (!serial_times) {
+    fprintf(stderr, "fib: out of memory for %d repetitions\n", args.reps);
+    return 1;
+  }
   if (!no_serial)
     bench_time_reps(&args, rep_serial, NULL, serial_times, &serial_minflt);
 
-  swarm_config_t cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.workers = args.workers;
-  int e = swarm_init(&cfg);
-  if (e != 0)
-    die("swarm_init", e);
-  int workers = swarm_num_workers();
-  bench_time_reps(&args, rep_swarm, NULL, times, &minflt);
-  swarm_finalize();
+  int workers;
+  double *times =
+      swarm_bench_run("fib", &args, rep_swarm, NULL, &workers, &minflt);
 
   if (!no_serial && serial_result != fib_reference(n)) {
     fprintf(stderr, "fib: serial fib(%d) = %lld, wrong\n", n, serial_result);

@@ -5,6 +5,7 @@
  * their solutions and task counts. Tasks = 1 (root) + legal placements.
  */
 #include "swarm.h"
+#include "swarm_run.h"
 #include "workloads.h"
 
 #include <stdio.h>
@@ -78,17 +79,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "nqueens: -n must be in 1..%d\n", NQUEENS_MAX);
     return 2;
   }
-  swarm_config_t cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.workers = args.workers;
-  int e = swarm_init(&cfg);
-  if (e != 0)
-    die("swarm_init", e);
-  double *times = calloc(args.reps, sizeof(double));
+  int workers;
   long minflt;
-  bench_time_reps(&args, rep, NULL, times, &minflt);
-  int workers = swarm_num_workers();
-  swarm_finalize();
+  double *times =
+      swarm_bench_run("nqueens", &args, rep, NULL, &workers, &minflt);
   nqueens_report("swarm", n, workers, args.reps, times, root.solutions,
                  root.tasks, minflt);
   free(times);

@@ -6,6 +6,7 @@
  * -d (-f -g); correct compares with the published tree sizes.
  */
 #include "swarm.h"
+#include "swarm_run.h"
 #include "uts_tree.h"
 
 #include <errno.h>
@@ -75,17 +76,10 @@ int main(int argc, char **argv) {
               &args, flags, nflags);
   if (uts_check_params(&params))
     return 2;
-  swarm_config_t cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.workers = args.workers;
-  int e = swarm_init(&cfg);
-  if (e != 0)
-    die("swarm_init", e);
-  double *times = calloc(args.reps, sizeof(double));
+  int workers;
   long minflt;
-  bench_time_reps(&args, rep, NULL, times, &minflt);
-  int workers = swarm_num_workers();
-  swarm_finalize();
+  double *times =
+      swarm_bench_run("uts", &args, rep, NULL, &workers, &minflt);
   uts_report("swarm", &params, workers, args.reps, times, root.count, minflt);
   free(times);
   const uts_reference_t *ref = uts_find_reference(&params);
