@@ -96,6 +96,16 @@ static inline bool relock_by_owner(swarm_mutex_t *m, int32_t kind,
   return true;
 }
 
+/* Takes the mutex if it is free (0 -> 1), recording the owner. */
+static inline bool mutex_try_free(swarm_mutex_t *m, struct swarm_thread *self) {
+  uint32_t zero = 0;
+  if (!atomic_compare_exchange_strong_explicit(
+          state_of(m), &zero, 1, memory_order_acquire, memory_order_relaxed))
+    return false;
+  atomic_store_explicit(owner_of(m), me_id(self), memory_order_relaxed);
+  return true;
+}
+
 static int mutex_lock_slow(swarm_mutex_t *m, struct swarm_thread *self,
                            uint64_t deadline_ns, bool expired) {
   _Atomic uint32_t *st = state_of(m);
@@ -145,53 +155,39 @@ static int mutex_lock_slow(swarm_mutex_t *m, struct swarm_thread *self,
   return r;
 }
 
-static int mutex_lock_common(swarm_mutex_t *m, uint64_t deadline_ns,
-                             bool expired) {
+/* Lock; when `timed`, wait no longer than abstime on `clock` (checked by
+ * sync_deadline only if we must wait: EINVAL for a bad or NULL abstime). */
+static int mutex_lock_common(swarm_mutex_t *m, bool timed, int clock,
+                             const struct timespec *abstime) {
   int32_t kind = mutex_kind(m);
   if (unlikely(!kind_ok(kind)))
     return EINVAL;
   struct swarm_thread *self = sync_self();
-  uint32_t zero = 0;
-  if (likely(atomic_compare_exchange_strong_explicit(
-          state_of(m), &zero, 1, memory_order_acquire, memory_order_relaxed))) {
-    atomic_store_explicit(owner_of(m), me_id(self), memory_order_relaxed);
+  if (likely(mutex_try_free(m, self)))
     return 0;
-  }
   int r;
   if (relock_by_owner(m, kind, self, &r))
     return r;
-  return mutex_lock_slow(m, self, deadline_ns, expired);
+  uint64_t deadline = 0;
+  bool expired = false;
+  if (timed && (r = sync_deadline(clock, abstime, &deadline, &expired)))
+    return r;
+  return mutex_lock_slow(m, self, deadline, expired);
 }
 
 int swarm_mutex_lock(swarm_mutex_t *m) {
   if (unlikely(!m))
     return EINVAL;
-  return mutex_lock_common(m, 0, false);
+  return mutex_lock_common(m, false, 0, NULL);
 }
 
 int swarm_mutex_timedlock(swarm_mutex_t *m, int clock,
                           const struct timespec *abstime) {
   if (!m)
     return EINVAL;
-  /* POSIX: the timespec is not checked when the lock is free. */
-  int32_t kind = mutex_kind(m);
-  if (!kind_ok(kind))
-    return EINVAL;
-  struct swarm_thread *self = sync_self();
-  uint32_t zero = 0;
-  if (atomic_compare_exchange_strong_explicit(
-          state_of(m), &zero, 1, memory_order_acquire, memory_order_relaxed)) {
-    atomic_store_explicit(owner_of(m), me_id(self), memory_order_relaxed);
-    return 0;
-  }
-  int r;
-  if (relock_by_owner(m, kind, self, &r))
-    return r;
-  uint64_t deadline;
-  bool expired;
-  if ((r = sync_deadline(clock, abstime, &deadline, &expired)))
-    return r;
-  return mutex_lock_slow(m, self, deadline, expired);
+  /* POSIX: the timespec is not checked when the lock is free (or ours to
+   * relock), so the deadline is worked out only when we must wait. */
+  return mutex_lock_common(m, true, clock, abstime);
 }
 
 int swarm_mutex_trylock(swarm_mutex_t *m) {
@@ -201,12 +197,8 @@ int swarm_mutex_trylock(swarm_mutex_t *m) {
   if (!kind_ok(kind))
     return EINVAL;
   struct swarm_thread *self = sync_self();
-  uint32_t zero = 0;
-  if (atomic_compare_exchange_strong_explicit(
-          state_of(m), &zero, 1, memory_order_acquire, memory_order_relaxed)) {
-    atomic_store_explicit(owner_of(m), me_id(self), memory_order_relaxed);
+  if (mutex_try_free(m, self))
     return 0;
-  }
   if (kind == SWARM_MUTEX_RECURSIVE &&
       sync_same_owner(atomic_load_explicit(owner_of(m), memory_order_relaxed),
                       self)) {
