@@ -233,7 +233,7 @@ enum {
 };
 
 typedef struct swarm_mutex {
-  uint32_t state_;  /* 0 free, 1 locked, 2 locked and waiters queued */
+  uint32_t state_;  /* 0: free and uncontended (sync/mutex.c) */
   uint32_t count_;  /* recursion depth beyond the first lock */
   uint64_t owner_;  /* the owning thread, 0 when free */
   int32_t kind_;    /* SWARM_MUTEX_*; at the offset glibc keeps its kind */

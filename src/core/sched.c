@@ -579,7 +579,10 @@ void swarm_park(swarm_commit_fn commit, void *arg) {
     external_park(commit, arg);
     return;
   }
-  timers_poll(w); /* due timers may ready threads worth running next */
+  /* No timers_poll here: callers park holding the lock their commit
+   * releases, and a due timer's callback may need that very lock (a timed
+   * waiter's timeout takes its object's lock) — a self-deadlock, found by
+   * tests/sync/test_sync_mutex_contention. */
   struct swarm_thread *self = w->current;
   w->park_commit = commit;
   w->park_arg = arg;
