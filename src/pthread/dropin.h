@@ -53,6 +53,7 @@ struct dropin_thread {
   int sched_policy;
   struct sched_param sched_param;
   char name[16];
+  struct dropin_thread *cache_next; /* in a worker's free-record cache */
 };
 
 /* The calling thread's record (adopting it if needed); never NULL. */

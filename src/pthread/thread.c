@@ -68,9 +68,44 @@ struct dropin_thread *dropin_lookup(pthread_t t) {
   return r;
 }
 
+/* Free records, cached per worker so that create + join does not pay
+ * malloc and free (a third of their cost). The cache is the worker's
+ * kernel thread's TLS, touched only inside these two noinline functions,
+ * which never switch threads: a TLS address is never carried across a
+ * switch to another worker (the compiler-cached TLS bug core.h describes).
+ * Kernel threads that are not workers do not cache (their TLS would leak
+ * the records when they end). */
+#define RECORD_CACHE_MAX 64
+static __thread struct dropin_thread *record_cache
+    __attribute__((tls_model("initial-exec")));
+static __thread unsigned record_cache_count
+    __attribute__((tls_model("initial-exec")));
+
+static __attribute__((noinline)) struct dropin_thread *record_cache_take(void) {
+  struct dropin_thread *r = record_cache;
+  if (r) {
+    record_cache = r->cache_next;
+    record_cache_count--;
+  }
+  return r;
+}
+
+static __attribute__((noinline)) void record_free(struct dropin_thread *r) {
+  r->magic = 0;
+  if (worker_current() && record_cache_count < RECORD_CACHE_MAX) {
+    r->cache_next = record_cache;
+    record_cache = r;
+    record_cache_count++;
+    return;
+  }
+  free(r);
+}
+
 static struct dropin_thread *record_new(void) {
-  struct dropin_thread *r = calloc(1, sizeof *r);
-  if (!r)
+  struct dropin_thread *r = record_cache_take();
+  if (r)
+    memset(r, 0, sizeof *r);
+  else if (!(r = calloc(1, sizeof *r)))
     return NULL;
   r->magic = DROPIN_MAGIC;
   r->cancel_state = PTHREAD_CANCEL_ENABLE;
@@ -157,8 +192,7 @@ _Noreturn static void finish(struct dropin_thread *r, void *value) {
   /* Joinable: from the unlock on, the joiner may free r. Detached: nobody
    * else can reach r any more. */
   if (detached) {
-    r->magic = 0;
-    free(r);
+    record_free(r);
   }
   sync_ready_list(list);
   swarm_exit(value);
@@ -311,21 +345,26 @@ DROPIN_API int pthread_create(pthread_t *out, const pthread_attr_t *attr,
   r->created = true;
   r->detached = detach == PTHREAD_CREATE_DETACHED;
   r->stack_size = stack;
-  swarm_attr_t sa;
-  swarm_attr_init(&sa);
-  if (stack)
-    swarm_attr_setstacksize(&sa, stack);
-  if (r->detached)
-    swarm_attr_setdetachstate(&sa, SWARM_CREATE_DETACHED);
   /* NPTL stores *out before the thread runs; programs read it from the
    * new thread. With work-first spawn the child runs before we return. */
   *out = (pthread_t)r;
-  /* The handle lands in r before the child runs (swarm_spawn's promise). */
-  int e = swarm_spawn(&r->handle, &sa, trampoline, r);
-  swarm_attr_destroy(&sa);
+  /* The handle lands in r before the child runs (swarm_spawn's promise).
+   * Default attributes take swarm_spawn's fast path. */
+  int e;
+  if (!stack && !r->detached) {
+    e = swarm_spawn(&r->handle, NULL, trampoline, r);
+  } else {
+    swarm_attr_t sa;
+    swarm_attr_init(&sa);
+    if (stack)
+      swarm_attr_setstacksize(&sa, stack);
+    if (r->detached)
+      swarm_attr_setdetachstate(&sa, SWARM_CREATE_DETACHED);
+    e = swarm_spawn(&r->handle, &sa, trampoline, r);
+    swarm_attr_destroy(&sa);
+  }
   if (e) {
-    r->magic = 0;
-    free(r);
+    record_free(r);
     return EAGAIN;
   }
   return 0;
@@ -382,8 +421,7 @@ static int join_common(pthread_t t, void **ret, bool try, int clock,
   if (ret)
     *ret = r->result;
   if (r->created) {
-    r->magic = 0;
-    free(r);
+    record_free(r);
   }
   return 0;
 }
@@ -424,8 +462,7 @@ DROPIN_API int pthread_detach(pthread_t t) {
   if (created)
     swarm_detach(h);
   if (exited && created) {
-    r->magic = 0;
-    free(r);
+    record_free(r);
   }
   return 0;
 }
