@@ -1,8 +1,9 @@
 #!/bin/sh
 # Unmodified programs from Debian's packages on swarm threads (issue 4's
 # proof): pigz -p 64, xz -T8 and zstd -T8 compress the same input under
-# swarmrun and under NPTL. Checks, for each: exit status 0; compressed bytes
-# identical to NPTL's; decompression gives back the input; and swarmrun
+# swarmrun and under NPTL, and GNU sort --parallel=8 sorts it. Checks, for
+# each: exit status 0; output bytes identical to NPTL's; decompression gives
+# back the input (sort: the output is sorted); and swarmrun
 # --stats shows at least MIN threads spawned on swarm (the program really ran
 # on swarm threads, not on kernel threads the preload missed).
 # Usage: real_programs.sh SWARMRUN
@@ -40,5 +41,22 @@ run() { # name min compress... -- decompress...
 run pigz 64 pigz -p 64 -c -- gzip -dc
 run xz 8 xz -T8 --block-size=1MiB -c -- xz -dc
 run zstd 2 zstd -T8 -q -c -- zstd -dc -q
+# GNU sort (coreutils) sorts in parallel only past a few tens of MB.
+cat "$work/in" "$work/in" "$work/in" "$work/in" >"$work/in4"
+if ! "$swarmrun" -w 2 --stats sort --parallel=8 -S 100M "$work/in4" >"$work/sort.swarm" 2>"$work/sort.stats"; then
+  echo "FAIL: sort exited non-zero under swarmrun"; cat "$work/sort.stats"; fail=1
+else
+  sort --parallel=8 -S 100M "$work/in4" >"$work/sort.nptl"
+  spawned=$(awk '/^swarm stats: [0-9]/ { s += $4 } END { print s + 0 }' "$work/sort.stats")
+  if ! cmp -s "$work/sort.swarm" "$work/sort.nptl"; then
+    echo "FAIL: sort: output differs from NPTL's"; fail=1
+  elif ! sort -c "$work/sort.swarm"; then
+    echo "FAIL: sort: output is not sorted"; fail=1
+  elif [ "$spawned" -lt 4 ]; then
+    echo "FAIL: sort: only $spawned threads on swarm (expected >= 4)"; cat "$work/sort.stats"; fail=1
+  else
+    echo "ok  sort: identical to NPTL, sorted, $spawned threads on swarm"
+  fi
+fi
 [ $fail = 0 ] && echo "real programs: passed"
 exit $fail
