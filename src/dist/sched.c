@@ -184,7 +184,10 @@ static inline void deq_push(uint64_t sp, uint64_t base, uint64_t thread) {
   dist_meta_t *m = D.meta;
   uint64_t t = m->bottom;
   if (t - vload(&m->top) >= DIST_DEQ_CAP)
-    swarm_dist_fatal("spawn chain deeper than %d", DIST_DEQ_CAP);
+    swarm_dist_fatal("rank %d: spawn chain deeper than %d (bottom %llu, "
+                     "top %llu)",
+                     D.rank, DIST_DEQ_CAP, (unsigned long long)t,
+                     (unsigned long long)vload(&m->top));
   dist_entry_t *e = &m->deq[t % DIST_DEQ_CAP];
   e->sp = sp;
   e->base = base;
