@@ -183,7 +183,9 @@ static void unlock_deque(int rank) {
 static inline void deq_push(uint64_t sp, uint64_t base, uint64_t thread) {
   dist_meta_t *m = D.meta;
   uint64_t t = m->bottom;
-  if (t - vload(&m->top) >= DIST_DEQ_CAP)
+  /* Signed: top may exceed bottom by one for a moment (a thief's tentative
+   * increment racing our pop, rolled back by the thief). */
+  if ((int64_t)(t - vload(&m->top)) >= DIST_DEQ_CAP)
     swarm_dist_fatal("rank %d: spawn chain deeper than %d (bottom %llu, "
                      "top %llu)",
                      D.rank, DIST_DEQ_CAP, (unsigned long long)t,
@@ -199,17 +201,16 @@ static inline void deq_push(uint64_t sp, uint64_t base, uint64_t thread) {
 /* THE protocol: the owner takes the youngest entry. */
 static int deq_pop(dist_entry_t *out) {
   dist_meta_t *m = D.meta;
-  uint64_t t = m->bottom;
-  if (vload(&m->top) >= t)
-    return 0; /* empty; thieves only ever make it emptier */
-  t--;
+  /* No "top >= bottom: empty" shortcut: a thief's tentative top + 1 may
+   * be rolled back, and the entry would then be left behind. */
+  uint64_t t = m->bottom - 1;
   vstore(&m->bottom, t);
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  if (vload(&m->top) > t) {
+  if ((int64_t)vload(&m->top) > (int64_t)t) {
     vstore(&m->bottom, t + 1);
     lock_deque(D.rank);
     vstore(&m->bottom, t);
-    if (vload(&m->top) > t) {
+    if ((int64_t)vload(&m->top) > (int64_t)t) {
       vstore(&m->bottom, t + 1);
       unlock_deque(D.rank);
       return 0;
@@ -226,7 +227,7 @@ static int deq_take_oldest(dist_entry_t *out) {
   int ok = 0;
   lock_deque(D.rank);
   uint64_t h = vload(&m->top);
-  if (h < vload(&m->bottom)) {
+  if ((int64_t)h < (int64_t)vload(&m->bottom)) {
     *out = m->deq[h % DIST_DEQ_CAP];
     vstore(&m->top, h + 1);
     ok = 1;
@@ -457,15 +458,17 @@ static int steal_rma(int v, dist_entry_t *e) {
   uint64_t t1 = dist_now_ns();
   uint64_t ht[2];
   swarm_dist_get(ht, v, META_OFF(top), sizeof ht);
+  /* Indices compare signed: bottom is -1 for a moment when the owner pops
+   * an empty deque. */
   uint64_t h = ht[0], t = ht[1];
-  if (h >= t) {
+  if ((int64_t)h >= (int64_t)t) {
     unlock_deque(v);
     return 0;
   }
   uint64_t h1 = h + 1;
   swarm_dist_put(v, META_OFF(top), &h1, sizeof h1);
   swarm_dist_get(&t, v, META_OFF(bottom), sizeof t);
-  if (h1 > t) { /* the owner popped it meanwhile */
+  if ((int64_t)h1 > (int64_t)t) { /* the owner popped it meanwhile */
     swarm_dist_put(v, META_OFF(top), &h, sizeof h);
     unlock_deque(v);
     return 0;
