@@ -5,7 +5,7 @@
  * ranks are mpirun's), run warm-ups and timed repetitions of
  * swarm_dist_run on every rank, and print from rank 0 one JSON line with
  * the common fields plus ranks, steal, remote_steals, migrations,
- * suspensions and the average steal latency and its breakdown.
+ * suspensions and one steal's latency (median) and its breakdown.
  */
 #ifndef SWARM_BENCH_DIST_RUN_H
 #define SWARM_BENCH_DIST_RUN_H
@@ -23,6 +23,7 @@ typedef struct dist_bench {
   double *times;
   uint64_t result;
   swarm_dist_stats_t delta; /* summed over ranks, timed repetitions only */
+  swarm_dist_steal_profile_t profile; /* medians, timed repetitions */
 } dist_bench_t;
 
 static inline void dist_bench_init(int *argc, char ***argv) {
@@ -45,6 +46,7 @@ static inline void dist_bench_run(dist_bench_t *b, void *(*root)(void *),
     swarm_dist_run(root, arg, &r);
   swarm_dist_stats_t before, after;
   swarm_dist_stats_sum(&before);
+  swarm_dist_steal_profile_reset();
   for (int i = 0; i < b->args.reps; i++) {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = bench_now();
@@ -52,6 +54,7 @@ static inline void dist_bench_run(dist_bench_t *b, void *(*root)(void *),
     b->times[i] = bench_now() - t0;
   }
   swarm_dist_stats_sum(&after);
+  swarm_dist_steal_profile(&b->profile);
   b->result = (uint64_t)(uintptr_t)r;
   uint64_t *d = (uint64_t *)&b->delta;
   const uint64_t *x = (const uint64_t *)&after, *y = (const uint64_t *)&before;
@@ -91,18 +94,19 @@ static inline void dist_bench_report(dist_bench_t *b, const char *bench,
     bench_json_double(&j, "migrations", (double)s->migrations / reps);
     bench_json_double(&j, "suspensions", (double)s->suspensions / reps);
     bench_json_double(&j, "steal_attempts", (double)s->steal_attempts / reps);
-    bench_json_double(&j, "steal_ns", dist_avg(s->ns_steal_total, s->steals));
-    bench_json_double(&j, "steal_lock_ns",
-                      dist_avg(s->ns_steal_lock, s->steals));
-    bench_json_double(&j, "steal_index_ns",
-                      dist_avg(s->ns_steal_index, s->steals));
-    bench_json_double(&j, "steal_entry_ns",
-                      dist_avg(s->ns_steal_entry, s->steals));
-    bench_json_double(&j, "steal_frames_ns",
-                      dist_avg(s->ns_steal_frames, s->steals));
-    bench_json_double(&j, "steal_unlock_ns",
-                      dist_avg(s->ns_steal_unlock, s->steals));
-    bench_json_double(&j, "steal_bytes", dist_avg(s->steal_bytes, s->steals));
+    /* One steal's latency: medians over the timed repetitions' steals
+     * (the means, steal_mean_ns, include steals stretched by preemption). */
+    const swarm_dist_steal_profile_t *p = &b->profile;
+    bench_json_double(&j, "steal_ns", p->total_ns);
+    bench_json_double(&j, "steal_p90_ns", p->total_p90_ns);
+    bench_json_double(&j, "steal_mean_ns",
+                      dist_avg(s->ns_steal_total, s->steals));
+    bench_json_double(&j, "steal_lock_ns", p->lock_ns);
+    bench_json_double(&j, "steal_index_ns", p->index_ns);
+    bench_json_double(&j, "steal_entry_ns", p->entry_ns);
+    bench_json_double(&j, "steal_frames_ns", p->frames_ns);
+    bench_json_double(&j, "steal_unlock_ns", p->unlock_ns);
+    bench_json_double(&j, "steal_bytes", p->frame_bytes);
     bench_json_print(&j);
   }
   free(b->times);

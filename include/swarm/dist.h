@@ -129,6 +129,19 @@ typedef struct swarm_dist_stats {
 } swarm_dist_stats_t;
 
 int swarm_dist_stats_get(swarm_dist_stats_t *stats);
+
+/* Medians over the latest steals (up to 4096 per rank, all ranks pooled):
+ * one steal's latency and its breakdown as in swarm_dist_stats_t, robust
+ * to the odd steal stretched by preemption. Collective; the result is
+ * delivered on every rank. _reset (local) forgets the samples so far. */
+typedef struct swarm_dist_steal_profile {
+  uint64_t samples;
+  double total_ns, lock_ns, index_ns, entry_ns, frames_ns, unlock_ns;
+  double total_p90_ns;
+  double frame_bytes; /* median bytes of frames copied */
+} swarm_dist_steal_profile_t;
+int swarm_dist_steal_profile(swarm_dist_steal_profile_t *profile);
+void swarm_dist_steal_profile_reset(void);
 /* Collective: the sum over all ranks, delivered on every rank. */
 int swarm_dist_stats_sum(swarm_dist_stats_t *sum);
 

@@ -116,6 +116,7 @@ typedef struct dist_req {
 } dist_req_t;
 
 #define DIST_EVAC_CLASSES 40
+#define DIST_STEAL_SAMPLES 4096
 
 typedef struct dist_state {
   int initialized, in_run;
@@ -147,6 +148,9 @@ typedef struct dist_state {
   unsigned poll_count;
   uint64_t rng;
   swarm_dist_stats_t stats;
+  /* latest steals: total, lock, index, entry, frames, unlock (ns), bytes */
+  uint32_t steal_samples[DIST_STEAL_SAMPLES][7];
+  uint64_t n_steal_samples; /* ever recorded since the last reset */
 } dist_state_t;
 
 extern dist_state_t swarm_dist_g;
@@ -157,6 +161,9 @@ void swarm_dist_sched_reset(void);
 void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
                            uint64_t *root_result);
 void swarm_dist_serve_requests(void);
+void swarm_dist_record_steal(uint64_t total, uint64_t lock, uint64_t index,
+                             uint64_t entry, uint64_t frames, uint64_t unlock,
+                             uint64_t bytes);
 
 /* global.c: window access helpers */
 void swarm_dist_faa(int rank, uint64_t off, int64_t v, uint64_t *old);

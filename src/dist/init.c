@@ -433,3 +433,75 @@ int swarm_dist_stats_sum(swarm_dist_stats_t *s) {
                 MPI_SUM, MPI_COMM_WORLD);
   return 0;
 }
+
+/* ---- steal latency samples ---------------------------------------------- */
+
+void swarm_dist_record_steal(uint64_t total, uint64_t lock, uint64_t index,
+                             uint64_t entry, uint64_t frames, uint64_t unlock,
+                             uint64_t bytes) {
+  uint64_t v[7] = {total, lock, index, entry, frames, unlock, bytes};
+  uint32_t *s = D.steal_samples[D.n_steal_samples % DIST_STEAL_SAMPLES];
+  for (int i = 0; i < 7; i++)
+    s[i] = v[i] > UINT32_MAX ? UINT32_MAX : (uint32_t)v[i];
+  D.n_steal_samples++;
+}
+
+void swarm_dist_steal_profile_reset(void) {
+  D.n_steal_samples = 0;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+int swarm_dist_steal_profile(swarm_dist_steal_profile_t *p) {
+  if (!p)
+    return EINVAL;
+  if (!D.initialized)
+    return EPERM;
+  int mine = (int)(D.n_steal_samples < DIST_STEAL_SAMPLES ? D.n_steal_samples
+                                                          : DIST_STEAL_SAMPLES);
+  int *counts = calloc((size_t)D.nranks, sizeof(int));
+  int *displs = calloc((size_t)D.nranks, sizeof(int));
+  if (!counts || !displs)
+    swarm_dist_fatal("out of memory");
+  int words = mine * 7;
+  MPI_Allgather(&words, 1, MPI_INT, counts, 1, MPI_INT, MPI_COMM_WORLD);
+  int total = 0;
+  for (int r = 0; r < D.nranks; r++) {
+    displs[r] = total;
+    total += counts[r];
+  }
+  uint32_t *all = malloc(sizeof(uint32_t) * (size_t)(total ? total : 1));
+  uint32_t *col = malloc(sizeof(uint32_t) * (size_t)(total / 7 + 1));
+  if (!all || !col)
+    swarm_dist_fatal("out of memory");
+  MPI_Allgatherv(D.steal_samples, words, MPI_UINT32_T, all, counts, displs,
+                 MPI_UINT32_T, MPI_COMM_WORLD);
+  int n = total / 7;
+  double med[7] = {0}, p90 = 0;
+  for (int c = 0; c < 7 && n > 0; c++) {
+    for (int i = 0; i < n; i++)
+      col[i] = all[i * 7 + c];
+    qsort(col, (size_t)n, sizeof *col, cmp_u32);
+    med[c] = n % 2 ? col[n / 2] : 0.5 * ((double)col[n / 2 - 1] + col[n / 2]);
+    if (c == 0)
+      p90 = col[(size_t)n * 9 / 10]; /* < n since n >= 1 */
+  }
+  memset(p, 0, sizeof *p);
+  p->samples = (uint64_t)n;
+  p->total_ns = med[0];
+  p->lock_ns = med[1];
+  p->index_ns = med[2];
+  p->entry_ns = med[3];
+  p->frames_ns = med[4];
+  p->unlock_ns = med[5];
+  p->frame_bytes = med[6];
+  p->total_p90_ns = p90;
+  free(all);
+  free(col);
+  free(counts);
+  free(displs);
+  return 0;
+}

@@ -491,6 +491,8 @@ static int steal_rma(int v, dist_entry_t *e) {
   D.stats.ns_steal_frames += t4 - t3;
   D.stats.ns_steal_unlock += t5 - t4;
   D.stats.ns_steal_total += t5 - t0;
+  swarm_dist_record_steal(t5 - t0, t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4,
+                          n);
   return 1;
 }
 
@@ -504,8 +506,10 @@ static int steal_msg(int v, dist_entry_t *e) {
   MPI_Send(&dummy, 1, MPI_INT, v, TAG_REQ, D.comm);
   while (!done) {
     MPI_Test(&rq, &done, MPI_STATUS_IGNORE);
-    if (!done)
+    if (!done) {
       swarm_dist_serve_requests();
+      sched_yield(); /* the victim may share our core */
+    }
   }
   if (e->sp == 0)
     return 0;
@@ -514,7 +518,9 @@ static int steal_msg(int v, dist_entry_t *e) {
            MPI_STATUS_IGNORE);
   D.stats.steals++;
   D.stats.steal_bytes += n;
-  D.stats.ns_steal_total += dist_now_ns() - t0;
+  uint64_t t = dist_now_ns() - t0;
+  D.stats.ns_steal_total += t;
+  swarm_dist_record_steal(t, 0, 0, 0, 0, 0, n);
   return 1;
 }
 
@@ -541,6 +547,21 @@ void swarm_dist_serve_requests(void) {
 }
 
 /* ---- the scheduler ----------------------------------------------------- */
+
+/* An idle rank probes the others' headers; probing the cache line a busy
+ * owner writes at every push and pop slows that owner down, so idle ranks
+ * back off exponentially (1 us .. 128 us) between fruitless rounds. */
+#define DIST_BACKOFF_MIN_NS 1000
+#define DIST_BACKOFF_MAX_NS 128000
+
+static void idle_backoff(uint64_t *ns) {
+  uint64_t until = dist_now_ns() + *ns;
+  sched_yield(); /* ranks may share cores (oversubscribed runs) */
+  while (dist_now_ns() < until)
+    __builtin_ia32_pause();
+  if (*ns < DIST_BACKOFF_MAX_NS)
+    *ns *= 2;
+}
 
 /* Switches to a thread whose frames are in place at e->sp; returns what
  * the next thread to come back to the scheduler hands it. */
@@ -648,7 +669,7 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
                            uint64_t *root_result) {
   dist_meta_t *m = D.meta;
   void *xfer = NULL;
-  uint64_t root = 0;
+  uint64_t root = 0, backoff = DIST_BACKOFF_MIN_NS;
   dist_entry_t e;
   if (D.rank == 0) {
     root = rec_alloc();
@@ -656,6 +677,7 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
   }
   for (;;) {
     if (xfer) { /* a thread came back to the scheduler */
+      backoff = DIST_BACKOFF_MIN_NS;
       dist_req_t *q = xfer;
       xfer = NULL;
       if (q->kind == DIST_REQ_SUSPEND) {
@@ -705,7 +727,7 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
         continue;
       }
     }
-    sched_yield(); /* ranks may share cores (oversubscribed runs) */
+    idle_backoff(&backoff);
   }
   /* Every rank leaves only once no steal request can still be waiting for
    * an answer: a thief enters the barrier after its reply came. */
