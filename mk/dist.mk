@@ -32,6 +32,5 @@ test-dist:
 bench-dist: build
 	@command -v mpirun >/dev/null 2>&1 || { echo "bench-dist: mpirun not found; 'make deps'"; exit 1; }
 	@[ -x $(BUILD)/bench/dist/fib ] || { echo "bench-dist: $(BUILD)/bench/dist not built (MPI missing at configure?)"; exit 1; }
-	@BUILD=$(BUILD) DIST_MPIRUN="$(DIST_MPIRUN)" DIST_REPS=$(DIST_REPS) \
-	  tools/bench-dist.sh | tee $(DIST_RESULTS); \
-	echo "bench-dist: results in $(DIST_RESULTS)"
+	python3 tools/bench-dist.py --build $(BUILD) --out $(DIST_RESULTS) --reps $(DIST_REPS) \
+	  --mpirun "$(DIST_MPIRUN)"
