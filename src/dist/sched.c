@@ -550,15 +550,22 @@ void swarm_dist_serve_requests(void) {
 
 /* An idle rank probes the others' headers; probing the cache line a busy
  * owner writes at every push and pop slows that owner down, so idle ranks
- * back off exponentially (1 us .. 128 us) between fruitless rounds. */
+ * back off exponentially (1 us .. 128 us) between fruitless rounds,
+ * spinning for short waits and sleeping for long ones, so that an idle rank
+ * leaves its core to busy ones when ranks outnumber cores. */
 #define DIST_BACKOFF_MIN_NS 1000
 #define DIST_BACKOFF_MAX_NS 128000
 
 static void idle_backoff(uint64_t *ns) {
-  uint64_t until = dist_now_ns() + *ns;
-  sched_yield(); /* ranks may share cores (oversubscribed runs) */
-  while (dist_now_ns() < until)
-    __builtin_ia32_pause();
+  if (*ns <= 8000) { /* short: spin, yielding once (shared cores) */
+    uint64_t until = dist_now_ns() + *ns;
+    sched_yield();
+    while (dist_now_ns() < until)
+      __builtin_ia32_pause();
+  } else { /* long: give the CPU away */
+    struct timespec ts = {0, (long)*ns};
+    nanosleep(&ts, NULL);
+  }
   if (*ns < DIST_BACKOFF_MAX_NS)
     *ns *= 2;
 }
