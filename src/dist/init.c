@@ -95,20 +95,31 @@ static int collect_cb(struct dl_phdr_info *info, size_t size, void *p) {
   return 0;
 }
 
-/* Collective. 0 when every rank maps the same objects at the same
- * addresses, EADDRNOTAVAIL (after rank 0 said what differs) otherwise. */
-static int check_addresses(void) {
-  addr_list_t mine;
-  memset(&mine, 0, sizeof mine);
-  dl_iterate_phdr(collect_cb, &mine);
-  /* The executable, then a static of this library, then a stack address
-   * is not compared (each rank's main stack is its own business). */
-  mine.addr[mine.n < ADDR_MAX ? mine.n : ADDR_MAX - 1] =
-      (uint64_t)(uintptr_t)&swarm_dist_g;
-  if (mine.n < ADDR_MAX) {
-    snprintf(mine.name[mine.n], sizeof mine.name[0], "libswarm-dist state");
-    mine.n++;
+/* The objects mapped before MPI_Init: the executable and the libraries it
+ * was linked with (libswarm-dist, libc, libmpi, ...), plus this library's
+ * state. Taken before MPI_Init on purpose: the plugins MPI dlopens during
+ * MPI_Init land after its helper threads' stacks, in an order that varies
+ * between runs (seen: libpmix 128 MiB apart on one rank of four), and no
+ * migrating frame refers to them — threads are suspended or stolen only
+ * inside swarm_spawn/swarm_join, never inside an MPI call. */
+static addr_list_t startup_objects;
+
+static void collect_startup_objects(void) {
+  addr_list_t *l = &startup_objects;
+  memset(l, 0, sizeof *l);
+  dl_iterate_phdr(collect_cb, l);
+  if (l->n < ADDR_MAX) {
+    l->addr[l->n] = (uint64_t)(uintptr_t)&swarm_dist_g;
+    snprintf(l->name[l->n], sizeof l->name[0], "libswarm-dist state");
+    l->n++;
   }
+}
+
+/* Collective. 0 when every rank mapped the same startup objects at the
+ * same addresses, EADDRNOTAVAIL (after rank 0 said what differs)
+ * otherwise. */
+static int check_addresses(void) {
+  addr_list_t mine = startup_objects;
   const char *skew = getenv("SWARM_DIST_TEST_SKEW");
   if (skew && atoi(skew) == D.rank && D.rank != 0)
     mine.addr[0] += 4096; /* tests: pretend this rank's executable moved */
@@ -333,6 +344,7 @@ int swarm_dist_init(int *argc, char ***argv) {
   if (!argc || !argv || !*argv)
     return EINVAL;
   aslr_reexec(*argv);
+  collect_startup_objects();
   swarm_dist_steal_t steal = SWARM_DIST_STEAL_RMA;
   const char *env = getenv("SWARM_DIST_STEAL");
   int e = env && *env ? parse_steal(env, &steal) : 0;
