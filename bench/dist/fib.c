@@ -21,10 +21,14 @@ static void *fib_thread(void *arg) {
 
 int main(int argc, char **argv) {
   dist_bench_init(&argc, &argv);
-  int n = 30;
+  int n = 30, no_serial = 0;
   dist_bench_t b;
-  bench_flag_t flags[] = {{"-n", BENCH_INT, &n, "fib(n) (default 30)"}};
-  bench_parse(argc, argv, "[-n N] [--steal rma|msg]", &b.args, flags, 1);
+  bench_flag_t flags[] = {
+      {"-n", BENCH_INT, &n, "fib(n) (default 30)"},
+      {"--no-serial", BENCH_BOOL, &no_serial,
+       "accepted for bench/fib's command lines; no serial fib is timed here"},
+  };
+  bench_parse(argc, argv, "[-n N] [--steal rma|msg]", &b.args, flags, 2);
   if (n < 0 || n > 60) {
     fprintf(stderr, "fib: -n must be in 0..60\n");
     return 2;
