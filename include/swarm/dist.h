@@ -62,8 +62,10 @@ typedef enum swarm_dist_steal {
 /* Starts MPI (MPI_Init_thread, FUNNELED) and the distributed runtime.
  * Collective. Before MPI_Init it re-executes the program once with address
  * space randomisation off (personality ADDR_NO_RANDOMIZE) when it is on, so
- * argc/argv must be main's. Afterwards it compares the load addresses of
- * every mapped object across ranks and returns EADDRNOTAVAIL, having printed
+ * argc/argv must be main's, and it must replace the program's own MPI_Init
+ * (called after MPI_Init, it cannot re-execute). Afterwards it compares the
+ * load addresses of the objects mapped before MPI_Init (the executable and
+ * its libraries) across ranks and returns EADDRNOTAVAIL, having printed
  * which object differs on which rank, when they disagree.
  *
  * Removes and obeys `--steal rma|msg` in argv (overrides the environment

@@ -343,7 +343,13 @@ int swarm_dist_init(int *argc, char ***argv) {
 #else
   if (!argc || !argv || !*argv)
     return EINVAL;
-  aslr_reexec(*argv);
+  /* Re-executing is only possible before MPI_Init: a program that called
+   * MPI_Init itself keeps its randomised layout, and the check below
+   * refuses it unless the ranks happen to agree. */
+  int inited;
+  MPI_Initialized(&inited);
+  if (!inited)
+    aslr_reexec(*argv);
   collect_startup_objects();
   swarm_dist_steal_t steal = SWARM_DIST_STEAL_RMA;
   const char *env = getenv("SWARM_DIST_STEAL");
@@ -357,8 +363,7 @@ int swarm_dist_init(int *argc, char ***argv) {
     e = parse_size("SWARM_DIST_HEAP", (size_t)32 << 20, &heap);
   if (!e)
     e = parse_size("SWARM_DIST_GLOBAL", (size_t)16 << 20, &global);
-  int provided, inited;
-  MPI_Initialized(&inited);
+  int provided;
   if (!inited)
     MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &D.rank);
