@@ -96,12 +96,19 @@ def main():
               f"lock {r['steal_lock_ns']:.0f} ns, top/bottom {r['steal_index_ns']:.0f}, "
               f"entry {r['steal_entry_ns']:.0f}, frames {r['steal_frames_ns']:.0f} "
               f"({r['steal_bytes']:.0f} B), unlock {r['steal_unlock_ns']:.0f}")
-    print("\nThroughput (Mtasks/s, median run):")
+    print("\nThroughput (Mtasks/s, median run; dist: CPU seconds of all ranks per run,")
+    print("and that over P=1's: the work distribution adds, whatever the machine's load):")
+    base_cpu = {}
     for name, p, mode, r in thr:
         rate = r["tasks"] / r["seconds_median"] / 1e6
-        extra = (f"  steals/run {r['remote_steals']:.0f}  migrations/run {r['migrations']:.0f}"
-                 if mode != "smp" else "")
         label = f"P={p} {mode}" if mode != "smp" else f"shared-memory w={p}"
+        extra = ""
+        if mode != "smp":
+            if p == 1:
+                base_cpu[name] = r["cpu_seconds"]
+            infl = r["cpu_seconds"] / base_cpu[name] if base_cpu.get(name) else float("nan")
+            extra = (f"  cpu {r['cpu_seconds']:.2f} s ({infl:.2f}x)  steals/run {r['remote_steals']:.0f}"
+                     f"  migrations/run {r['migrations']:.0f}")
         print(f"  {name:4} {label:20} {rate:6.2f}  correct={r['correct']}{extra}")
 
 

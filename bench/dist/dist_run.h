@@ -5,7 +5,8 @@
  * ranks are mpirun's), run warm-ups and timed repetitions of
  * swarm_dist_run on every rank, and print from rank 0 one JSON line with
  * the common fields plus ranks, steal, remote_steals, migrations,
- * suspensions and one steal's latency (median) and its breakdown.
+ * suspensions, CPU seconds of all ranks, and one steal's latency (median)
+ * and its breakdown.
  */
 #ifndef SWARM_BENCH_DIST_RUN_H
 #define SWARM_BENCH_DIST_RUN_H
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <swarm/dist.h>
+#include <sys/resource.h>
 
 #include "bench.h"
 
@@ -24,6 +26,7 @@ typedef struct dist_bench {
   uint64_t result;
   swarm_dist_stats_t delta; /* summed over ranks, timed repetitions only */
   swarm_dist_steal_profile_t profile; /* medians, timed repetitions */
+  double cpu_seconds; /* user+system CPU of all ranks per repetition */
 } dist_bench_t;
 
 static inline void dist_bench_init(int *argc, char ***argv) {
@@ -32,6 +35,14 @@ static inline void dist_bench_init(int *argc, char ***argv) {
     fprintf(stderr, "%s: swarm_dist_init: %s\n", (*argv)[0], strerror(e));
     exit(1);
   }
+}
+
+/* This process's user + system CPU time so far. */
+static inline double dist_cpu_seconds(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return (double)u.ru_utime.tv_sec + 1e-6 * (double)u.ru_utime.tv_usec +
+         (double)u.ru_stime.tv_sec + 1e-6 * (double)u.ru_stime.tv_usec;
 }
 
 static inline void dist_bench_run(dist_bench_t *b, void *(*root)(void *),
@@ -47,12 +58,16 @@ static inline void dist_bench_run(dist_bench_t *b, void *(*root)(void *),
   swarm_dist_stats_t before, after;
   swarm_dist_stats_sum(&before);
   swarm_dist_steal_profile_reset();
+  double cpu0 = dist_cpu_seconds();
   for (int i = 0; i < b->args.reps; i++) {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = bench_now();
     swarm_dist_run(root, arg, &r);
     b->times[i] = bench_now() - t0;
   }
+  double cpu = dist_cpu_seconds() - cpu0;
+  MPI_Allreduce(&cpu, &b->cpu_seconds, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  b->cpu_seconds /= b->args.reps;
   swarm_dist_stats_sum(&after);
   swarm_dist_steal_profile(&b->profile);
   b->result = (uint64_t)(uintptr_t)r;
@@ -90,6 +105,10 @@ static inline void dist_bench_report(dist_bench_t *b, const char *bench,
     bench_json_str(&j, "steal",
                    swarm_dist_steal_mode() == SWARM_DIST_STEAL_MSG ? "msg"
                                                                    : "rma");
+    /* CPU time of all ranks (idle ones' polling included): on a machine
+     * with no free core, cpu_seconds against P = 1's shows how much work
+     * distribution adds, when wall time cannot show speed-up. */
+    bench_json_double(&j, "cpu_seconds", b->cpu_seconds);
     bench_json_double(&j, "remote_steals", (double)s->steals / reps);
     bench_json_double(&j, "migrations", (double)s->migrations / reps);
     bench_json_double(&j, "suspensions", (double)s->suspensions / reps);
