@@ -42,6 +42,7 @@ DEPS_GROUPS := core
 -include bench/bench.mk
 -include mk/portability.mk
 -include mk/cio.mk
+-include mk/dist.mk
 
 test: deps
 	$(MAKE) test-unit

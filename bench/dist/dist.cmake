@@ -1,0 +1,21 @@
+# bench/dist — the distributed benchmark programs build/bench/dist/<workload>
+# (issue 7), included from bench/CMakeLists.txt. Built only with
+# libswarm-dist (MPI, x86-64); run them under mpirun.
+if(NOT TARGET swarm_dist_static)
+  message(STATUS "bench/dist: skipped (libswarm-dist not built)")
+  return()
+endif()
+set(SWARM_BENCH_DIST_DIR ${CMAKE_BINARY_DIR}/bench/dist)
+add_custom_target(bench_dist)
+foreach(w ${SWARM_BENCH_WORKLOADS})
+  add_executable(bench_dist_${w} ${CMAKE_CURRENT_LIST_DIR}/${w}.c)
+  set_target_properties(bench_dist_${w} PROPERTIES OUTPUT_NAME ${w}
+    RUNTIME_OUTPUT_DIRECTORY ${SWARM_BENCH_DIST_DIR})
+  target_link_libraries(bench_dist_${w} PRIVATE swarm_dist_static bench_common
+    MPI::MPI_C)
+  target_compile_options(bench_dist_${w} PRIVATE ${SWARM_DIST_CFLAGS})
+  if(w STREQUAL "uts")
+    target_link_libraries(bench_dist_${w} PRIVATE bench_uts_tree)
+  endif()
+  add_dependencies(bench_dist bench_dist_${w})
+endforeach()

@@ -1,0 +1,36 @@
+# mk/dist.mk — distributed work stealing over MPI (src/dist, issue 7),
+# included by the Makefile.
+#   make test-dist   the dist tests under mpirun, 1..4 oversubscribed ranks,
+#                    RMA and message stealing (ctest -L dist); SKIPPED with a
+#                    reason, and succeeds, only when MPI (mpicc/mpirun,
+#                    tools/deps/mpi.txt) is missing or the CPU is not x86-64
+#   make bench-dist  build/bench/dist/{fib,uts,nqueens,btc} under mpirun:
+#                    creation cost vs the shared-memory runtime, one steal's
+#                    latency and breakdown, UTS/BTC throughput for P = 1, 2,
+#                    RMA vs message stealing; JSON lines to $(DIST_RESULTS)
+DEPS_GROUPS += mpi
+EXTRA_TESTS += test-dist
+
+DIST_RESULTS ?= $(BUILD)/bench/dist-results.jsonl
+DIST_MPIRUN  ?= mpirun --allow-run-as-root --oversubscribe
+DIST_REPS    ?= 5
+
+.PHONY: test-dist bench-dist
+
+test-dist:
+	@if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then \
+	  echo "test-dist: SKIPPED, MPI not found (mpicc/mpirun); 'make deps' installs tools/deps/mpi.txt"; exit 0; fi; \
+	case "$$(uname -m)" in x86_64) ;; *) \
+	  echo "test-dist: SKIPPED, uni-address threads are x86-64 only (this is $$(uname -m))"; exit 0;; esac; \
+	set -e; \
+	[ -f $(BUILD)/CMakeCache.txt ] || cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo; \
+	grep -q 'SWARM_HAVE_DIST:INTERNAL=ON' $(BUILD)/CMakeCache.txt || cmake $(BUILD); \
+	cmake --build $(BUILD) -j $(JOBS); \
+	cd $(BUILD) && ctest -L dist --output-on-failure --no-tests=error --timeout 120; \
+	echo "test-dist: passed (published counts for P = 1..4, migrations, spawn_on, address check)"
+
+bench-dist: build
+	@command -v mpirun >/dev/null 2>&1 || { echo "bench-dist: mpirun not found; 'make deps'"; exit 1; }
+	@[ -x $(BUILD)/bench/dist/fib ] || { echo "bench-dist: $(BUILD)/bench/dist not built (MPI missing at configure?)"; exit 1; }
+	python3 tools/bench-dist.py --build $(BUILD) --out $(DIST_RESULTS) --reps $(DIST_REPS) \
+	  --mpirun "$(DIST_MPIRUN)"

@@ -1,0 +1,182 @@
+/*
+ * dist/dist_internal.h — what the files of libswarm-dist share: the layout
+ * of each rank's MPI window, the per-rank runtime state, and the handle
+ * encodings. One rank = one worker = this process's main kernel thread, so
+ * the state is a plain static struct (same address on every rank, different
+ * contents).
+ *
+ * Window of every rank (MPI_Win_allocate, displacement unit 1), at offsets
+ * the same on all ranks:
+ *
+ *   0          dist_meta: deque lock/top/bottom, termination flag, inbox
+ *              indices, then the deque entries and the inbox slots
+ *   off_rec    join records (dist_rec), one per live thread created here
+ *   off_evac   evacuated stacks of suspended threads (dist_evac + frames)
+ *   off_global swarm_global_alloc's heap
+ *   off_region the uni-address region, page aligned: the same pages are
+ *              also mapped at DIST_UNI_BASE (mremap of the shared window
+ *              memory), where threads run. Thieves read a victim's frames
+ *              through the window.
+ *
+ * Words written by one side and read by the other with plain loads/stores
+ * rely on MPI_WIN_UNIFIED (checked at init) and aligned 8-byte accesses
+ * being single-copy atomic; every word that two sides modify (the deque
+ * lock, a record's state, inbox_tail) is only ever changed with
+ * MPI_Fetch_and_op, the owner included.
+ */
+#ifndef SWARM_DIST_INTERNAL_H
+#define SWARM_DIST_INTERNAL_H
+
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <swarm/dist.h>
+#include <time.h>
+
+/* Where the uni-address region sits on every rank: well inside user space
+ * and away from ASan's shadow (which ends at 0x10007fff8000). */
+#define DIST_UNI_BASE ((uintptr_t)0x300000000000ull)
+
+#define DIST_DEQ_CAP 8192  /* entries: the depth of the spawn chain */
+#define DIST_INBOX_CAP 256 /* pending swarm_spawn_on requests per rank */
+
+/* A continuation: frames [sp, base) of the region, registers saved at sp by
+ * swarm_arch_start/switch, and the thread it belongs to. */
+typedef struct dist_entry {
+  uint64_t sp, base, thread, pad;
+} dist_entry_t;
+
+typedef struct dist_inbox_slot {
+  uint64_t seq; /* index + 1 once fn/arg/thread are in place */
+  uint64_t fn, arg, thread;
+} dist_inbox_slot_t;
+
+typedef struct dist_meta {
+  uint64_t lock;       /* deque lock: 0 free; FAA +1 to try, -1 to undo */
+  uint64_t top;        /* next entry a thief takes (written under lock) */
+  uint64_t bottom;     /* next free entry (owner only) */
+  uint64_t inbox_tail; /* swarm_spawn_on: FAA by the senders */
+  uint64_t inbox_head; /* owner only */
+  uint64_t done;       /* run number once rank 0 saw the root finish */
+  uint64_t pad[2];
+  dist_entry_t deq[DIST_DEQ_CAP];
+  dist_inbox_slot_t inbox[DIST_INBOX_CAP];
+} dist_meta_t;
+
+/* Join record of one thread, in its creator's window. state counts
+ * arrivals: the thread's finish (+1) and a joiner that suspended (+1); the
+ * second to arrive resumes the joiner. A child that finishes with its
+ * parent still below it on the same stack stores state = 1 directly: no
+ * one else can hold its handle yet (see sched.c). */
+typedef struct dist_rec {
+  uint64_t state;
+  uint64_t result;
+  uint64_t waiter; /* global ref of the joiner's dist_evac */
+  uint64_t next;   /* free list link (owner only) */
+} dist_rec_t;
+
+/* Header of an evacuated thread in the window of the rank it suspended
+ * on, followed by the frames [sp, base). */
+typedef struct dist_evac {
+  uint64_t sp, base, thread;
+  uint64_t freed; /* set by a remote resumer; reclaimed by the owner */
+} dist_evac_t;
+
+/* Thread handles: bit 63 set, creator rank in bits 40..55, record index
+ * below. */
+#define DIST_H_FLAG (1ull << 63)
+static inline uint64_t dist_handle(int rank, uint64_t idx) {
+  return DIST_H_FLAG | ((uint64_t)rank << 40) | idx;
+}
+static inline int dist_handle_rank(uint64_t h) {
+  return (int)((h >> 40) & 0xffff);
+}
+static inline uint64_t dist_handle_idx(uint64_t h) {
+  return h & ((1ull << 40) - 1);
+}
+/* Global refs (evac slots, swarm_gptr_t): rank + 1 in bits 48..63, window
+ * offset below (so 0 is never a valid ref). */
+static inline uint64_t dist_gref(int rank, uint64_t off) {
+  return ((uint64_t)(rank + 1) << 48) | off;
+}
+static inline int dist_gref_rank(uint64_t g) {
+  return (int)(g >> 48) - 1;
+}
+static inline uint64_t dist_gref_off(uint64_t g) {
+  return g & ((1ull << 48) - 1);
+}
+
+enum dist_req_kind { DIST_REQ_EXIT = 1, DIST_REQ_SUSPEND = 2 };
+/* What a thread hands the scheduler when it switches to it. */
+typedef struct dist_req {
+  int kind;
+  uint64_t thread; /* EXIT: the finished thread; SUSPEND: the one waited on */
+  uint64_t result; /* EXIT */
+} dist_req_t;
+
+#define DIST_EVAC_CLASSES 40
+#define DIST_STEAL_SAMPLES 4096
+
+typedef struct dist_state {
+  int initialized, in_run;
+  int rank, nranks;
+  swarm_dist_steal_t steal;
+  MPI_Win win;
+  MPI_Comm comm; /* message steals and termination */
+  char *base;    /* this rank's window memory */
+  dist_meta_t *meta;
+  dist_rec_t *rec;
+  size_t nrec;
+  size_t off_rec, off_evac, off_global, off_region;
+  size_t evac_size, global_size, region_size;
+  uint64_t run;
+  /* records: free list and bump index */
+  uint64_t rec_free, rec_bump;
+  /* evacuation heap: size classes, bump offset, remotely freed pending */
+  uint64_t evac_free[DIST_EVAC_CLASSES];
+  uint64_t evac_bump;
+  uint64_t *evac_pending;
+  size_t n_pending, cap_pending;
+  uint64_t global_bump;
+  /* the running thread: top of its stack and handle */
+  uint64_t cur_base, cur_thread;
+  void *sched_sp;   /* the scheduler context (main thread's stack) */
+  void *spawn_sp;   /* save slot of swarm_spawn (read by its after hook) */
+  void *scratch_sp; /* save slot of contexts that never resume */
+  dist_req_t req;
+  unsigned poll_count;
+  uint64_t rng;
+  swarm_dist_stats_t stats;
+  /* latest steals: total, lock, index, entry, frames, unlock (ns), bytes */
+  uint32_t steal_samples[DIST_STEAL_SAMPLES][7];
+  uint64_t n_steal_samples; /* ever recorded since the last reset */
+} dist_state_t;
+
+extern dist_state_t swarm_dist_g;
+#define D swarm_dist_g
+
+/* sched.c */
+void swarm_dist_sched_reset(void);
+void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
+                           uint64_t *root_result);
+void swarm_dist_serve_requests(void);
+void swarm_dist_record_steal(uint64_t total, uint64_t lock, uint64_t index,
+                             uint64_t entry, uint64_t frames, uint64_t unlock,
+                             uint64_t bytes);
+
+/* global.c: window access helpers */
+void swarm_dist_faa(int rank, uint64_t off, int64_t v, uint64_t *old);
+void swarm_dist_get(void *dst, int rank, uint64_t off, size_t n);
+void swarm_dist_put(int rank, uint64_t off, const void *src, size_t n);
+
+_Noreturn void swarm_dist_fatal(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
+static inline uint64_t dist_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#endif

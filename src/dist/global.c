@@ -1,0 +1,67 @@
+/*
+ * dist/global.c — one-sided access to the ranks' windows: the blocking
+ * get/put/fetch-and-add helpers the runtime uses on its own structures, and
+ * the public swarm_global_* memory built on them.
+ *
+ * Every helper completes its operation (MPI_Win_flush) before returning, so
+ * callers can order accesses by program order. The window is opened once
+ * with MPI_Win_lock_all at init and stays in a passive-target epoch.
+ * Global memory is a bump heap per rank (off_global .. + global_size),
+ * released as a whole at swarm_dist_finalize.
+ */
+#include "dist_internal.h"
+
+#include <string.h>
+
+void swarm_dist_faa(int rank, uint64_t off, int64_t v, uint64_t *old) {
+  uint64_t dummy;
+  MPI_Fetch_and_op(&v, old ? old : &dummy, MPI_INT64_T, rank, (MPI_Aint)off,
+                   MPI_SUM, D.win);
+  MPI_Win_flush(rank, D.win);
+}
+
+void swarm_dist_get(void *dst, int rank, uint64_t off, size_t n) {
+  if (n == 0)
+    return;
+  MPI_Get(dst, (int)n, MPI_BYTE, rank, (MPI_Aint)off, (int)n, MPI_BYTE, D.win);
+  MPI_Win_flush(rank, D.win);
+}
+
+void swarm_dist_put(int rank, uint64_t off, const void *src, size_t n) {
+  if (n == 0)
+    return;
+  MPI_Put(src, (int)n, MPI_BYTE, rank, (MPI_Aint)off, (int)n, MPI_BYTE, D.win);
+  MPI_Win_flush(rank, D.win);
+}
+
+swarm_gptr_t swarm_global_alloc(size_t size) {
+  if (!D.initialized)
+    return SWARM_GPTR_NULL;
+  size = (size + 7) & ~(size_t)7;
+  if (size == 0)
+    size = 8;
+  if (D.global_bump + size > D.global_size)
+    return SWARM_GPTR_NULL;
+  uint64_t off = D.off_global + D.global_bump;
+  D.global_bump += size;
+  memset(D.base + off, 0, size);
+  return dist_gref(D.rank, off);
+}
+
+int swarm_gptr_rank(swarm_gptr_t p) {
+  return dist_gref_rank(p);
+}
+
+void swarm_global_get(void *dst, swarm_gptr_t src, size_t size) {
+  swarm_dist_get(dst, dist_gref_rank(src), dist_gref_off(src), size);
+}
+
+void swarm_global_put(swarm_gptr_t dst, const void *src, size_t size) {
+  swarm_dist_put(dist_gref_rank(dst), dist_gref_off(dst), src, size);
+}
+
+int64_t swarm_global_fetch_add(swarm_gptr_t p, int64_t v) {
+  uint64_t old;
+  swarm_dist_faa(dist_gref_rank(p), dist_gref_off(p), v, &old);
+  return (int64_t)old;
+}

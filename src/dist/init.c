@@ -1,0 +1,524 @@
+/*
+ * dist/init.c — bringing the distributed runtime up and down: the steal
+ * mode, ASLR (re-exec with ADDR_NO_RANDOMIZE before MPI_Init, then a
+ * cross-rank check of every mapped object's load address), the per-rank
+ * MPI window and its uni-address alias, swarm_dist_run's collective
+ * framing, and the counters.
+ *
+ * Invariants: after a successful swarm_dist_init every rank has the same
+ * load address for every object, the window is in a passive-target epoch
+ * (MPI_Win_lock_all) until swarm_dist_finalize, and the uni-address region
+ * at DIST_UNI_BASE is the same pages as window offset off_region. On any
+ * failure MPI is finalised again before returning, on every rank alike
+ * (the decisions are collective), so no rank is left waiting.
+ */
+#include "dist_internal.h"
+
+#include <errno.h>
+#include <link.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/personality.h>
+#include <unistd.h>
+
+dist_state_t swarm_dist_g;
+
+void swarm_dist_fatal(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "swarm-dist: fatal: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  abort();
+}
+
+/* ---- ASLR -------------------------------------------------------------- */
+
+static int aslr_on(void) {
+  FILE *f = fopen("/proc/sys/kernel/randomize_va_space", "r");
+  int v = 2;
+  if (f) {
+    if (fscanf(f, "%d", &v) != 1)
+      v = 2;
+    fclose(f);
+  }
+  return v != 0;
+}
+
+/* Once, before MPI_Init: run the program again with randomisation off.
+ * SWARM_DIST_REEXECED marks the second run (and stops a loop if the
+ * kernel ignored the flag); SWARM_DIST_NO_REEXEC=1 skips this, so that the
+ * address check's error path can be tested. */
+static void aslr_reexec(char **argv) {
+  const char *again = getenv("SWARM_DIST_REEXECED");
+  int was_again = again != NULL;
+  if (was_again)
+    unsetenv("SWARM_DIST_REEXECED");
+  int pers = personality(0xffffffff);
+  if (pers == -1 || (pers & ADDR_NO_RANDOMIZE) || was_again || !aslr_on())
+    return;
+  const char *skip = getenv("SWARM_DIST_NO_REEXEC");
+  if (skip && *skip && strcmp(skip, "0") != 0)
+    return;
+  if (personality((unsigned long)pers | ADDR_NO_RANDOMIZE) == -1)
+    return;
+  setenv("SWARM_DIST_REEXECED", "1", 1);
+  execv("/proc/self/exe", argv);
+  /* exec failed: go on; the address check reports what differs. */
+  unsetenv("SWARM_DIST_REEXECED");
+  personality((unsigned long)pers);
+}
+
+/* ---- address check ----------------------------------------------------- */
+
+#define ADDR_MAX 128
+typedef struct addr_list {
+  int n;
+  uint64_t addr[ADDR_MAX];
+  char name[ADDR_MAX][48];
+} addr_list_t;
+
+static int collect_cb(struct dl_phdr_info *info, size_t size, void *p) {
+  (void)size;
+  addr_list_t *l = p;
+  if (l->n >= ADDR_MAX)
+    return 0;
+  const char *nm =
+      info->dlpi_name && *info->dlpi_name ? info->dlpi_name : "(executable)";
+  const char *slash = strrchr(nm, '/');
+  snprintf(l->name[l->n], sizeof l->name[0], "%s", slash ? slash + 1 : nm);
+  l->addr[l->n] = (uint64_t)info->dlpi_addr;
+  l->n++;
+  return 0;
+}
+
+/* The objects mapped before MPI_Init: the executable and the libraries it
+ * was linked with (libswarm-dist, libc, libmpi, ...), plus this library's
+ * state. Taken before MPI_Init on purpose: the plugins MPI dlopens during
+ * MPI_Init land after its helper threads' stacks, in an order that varies
+ * between runs (seen: libpmix 128 MiB apart on one rank of four), and no
+ * migrating frame refers to them — threads are suspended or stolen only
+ * inside swarm_spawn/swarm_join, never inside an MPI call. */
+static addr_list_t startup_objects;
+
+static void collect_startup_objects(void) {
+  addr_list_t *l = &startup_objects;
+  memset(l, 0, sizeof *l);
+  dl_iterate_phdr(collect_cb, l);
+  if (l->n < ADDR_MAX) {
+    l->addr[l->n] = (uint64_t)(uintptr_t)&swarm_dist_g;
+    snprintf(l->name[l->n], sizeof l->name[0], "libswarm-dist state");
+    l->n++;
+  }
+}
+
+/* Collective. 0 when every rank mapped the same startup objects at the
+ * same addresses, EADDRNOTAVAIL (after rank 0 said what differs)
+ * otherwise. */
+static int check_addresses(void) {
+  addr_list_t mine = startup_objects;
+  const char *skew = getenv("SWARM_DIST_TEST_SKEW");
+  if (skew && atoi(skew) == D.rank && D.rank != 0)
+    mine.addr[0] += 4096; /* tests: pretend this rank's executable moved */
+  addr_list_t *all = malloc(sizeof(addr_list_t) * (size_t)D.nranks);
+  if (!all)
+    return ENOMEM;
+  MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine,
+                MPI_BYTE, MPI_COMM_WORLD);
+  int bad = 0;
+  for (int r = 1; r < D.nranks; r++) {
+    int n = all[r].n < all[0].n ? all[r].n : all[0].n;
+    for (int i = 0; i < n; i++) {
+      if (all[r].addr[i] != all[0].addr[i] ||
+          strcmp(all[r].name[i], all[0].name[i]) != 0) {
+        if (D.rank == 0 && bad < 4)
+          fprintf(stderr,
+                  "swarm-dist: addresses differ across ranks: %s at %#llx on "
+                  "rank 0 but %s at %#llx on rank %d\n",
+                  all[0].name[i], (unsigned long long)all[0].addr[i],
+                  all[r].name[i], (unsigned long long)all[r].addr[i], r);
+        bad++;
+        break;
+      }
+    }
+    if (all[r].n != all[0].n && !bad) {
+      if (D.rank == 0)
+        fprintf(stderr,
+                "swarm-dist: addresses differ across ranks: %d objects "
+                "mapped on rank 0, %d on rank %d\n",
+                all[0].n, all[r].n, r);
+      bad++;
+    }
+  }
+  free(all);
+  if (bad && D.rank == 0)
+    fprintf(stderr,
+            "swarm-dist: code and static data must sit at the same addresses "
+            "on every rank (uni-address threads migrate with return addresses "
+            "and pointers). Address space randomisation is %s; swarm_dist_init "
+            "re-executes the program with ADDR_NO_RANDOMIZE unless "
+            "SWARM_DIST_NO_REEXEC is set. Run the same binary, built as one "
+            "executable, on every rank.\n",
+            aslr_on() ? "on" : "off");
+  return bad ? EADDRNOTAVAIL : 0;
+}
+
+/* ---- configuration ----------------------------------------------------- */
+
+static int parse_size(const char *env, size_t dflt, size_t *out) {
+  const char *s = getenv(env);
+  if (!s || !*s) {
+    *out = dflt;
+    return 0;
+  }
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  switch (*end) {
+  case 'K':
+  case 'k':
+    v <<= 10;
+    end++;
+    break;
+  case 'M':
+  case 'm':
+    v <<= 20;
+    end++;
+    break;
+  case 'G':
+  case 'g':
+    v <<= 30;
+    end++;
+    break;
+  default:
+    break;
+  }
+  if (*end || v < 65536) {
+    fprintf(stderr, "swarm-dist: %s=%s: want a size of at least 64K\n", env, s);
+    return EINVAL;
+  }
+  *out = (size_t)((v + 4095) & ~4095ull);
+  return 0;
+}
+
+static int parse_steal(const char *s, swarm_dist_steal_t *out) {
+  if (strcmp(s, "rma") == 0)
+    *out = SWARM_DIST_STEAL_RMA;
+  else if (strcmp(s, "msg") == 0)
+    *out = SWARM_DIST_STEAL_MSG;
+  else {
+    fprintf(stderr, "swarm-dist: steal mode '%s': want rma or msg\n", s);
+    return EINVAL;
+  }
+  return 0;
+}
+
+/* Takes `--steal X` / `--steal=X` out of argv. */
+static int take_steal_flag(int *argc, char **argv, swarm_dist_steal_t *out) {
+  int e = 0, j = 1;
+  for (int i = 1; i < *argc; i++) {
+    if (strcmp(argv[i], "--steal") == 0 && i + 1 < *argc) {
+      e = e ? e : parse_steal(argv[++i], out);
+      continue;
+    }
+    if (strncmp(argv[i], "--steal=", 8) == 0) {
+      e = e ? e : parse_steal(argv[i] + 8, out);
+      continue;
+    }
+    argv[j++] = argv[i];
+  }
+  argv[j] = NULL;
+  *argc = j;
+  return e;
+}
+
+/* ---- the window -------------------------------------------------------- */
+
+static int setup_window(void) {
+  long page = sysconf(_SC_PAGESIZE);
+  size_t nrec = (size_t)1 << 18;
+  D.nrec = nrec;
+  D.off_rec = (sizeof(dist_meta_t) + 63) & ~(size_t)63;
+  D.off_evac = D.off_rec + nrec * sizeof(dist_rec_t);
+  D.off_global = D.off_evac + D.evac_size;
+  size_t region_unaligned = D.off_global + D.global_size;
+  size_t total = region_unaligned + D.region_size + 2 * (size_t)page;
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  int e = MPI_Win_allocate((MPI_Aint)total, 1, info, MPI_COMM_WORLD, &D.base,
+                           &D.win);
+  MPI_Info_free(&info);
+  if (e != MPI_SUCCESS)
+    return ENOMEM;
+  int *model, flag;
+  MPI_Win_get_attr(D.win, MPI_WIN_MODEL, &model, &flag);
+  int ok = flag && *model == MPI_WIN_UNIFIED;
+  if (!ok && D.rank == 0)
+    fprintf(stderr, "swarm-dist: this MPI's windows are not "
+                    "MPI_WIN_UNIFIED\n");
+  /* The region starts on a page boundary of this rank's window memory;
+   * offsets must agree across ranks, so take the largest. */
+  uintptr_t b = (uintptr_t)D.base + region_unaligned;
+  uint64_t off =
+      (uint64_t)(((b + (uintptr_t)page - 1) & ~((uintptr_t)page - 1)) -
+                 (uintptr_t)D.base);
+  uint64_t max_off;
+  MPI_Allreduce(&off, &max_off, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  D.off_region = max_off;
+  /* This rank's offset may then be misaligned: allocate was 2 pages
+   * larger, so the first aligned offset >= max_off exists; all ranks' bases
+   * are page+const aligned in practice. Check and fail together. */
+  void *src = D.base + D.off_region;
+  if (ok && ((uintptr_t)src & ((uintptr_t)page - 1)) != 0) {
+    fprintf(stderr,
+            "swarm-dist: rank %d: window memory not aligned alike "
+            "on every rank\n",
+            D.rank);
+    ok = 0;
+  }
+  if (ok) {
+    void *want = (void *)DIST_UNI_BASE;
+    void *res = mmap(want, D.region_size, PROT_NONE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (res != want) {
+      fprintf(stderr,
+              "swarm-dist: rank %d: address range %p..+%zu for the "
+              "uni-address region is taken: %s\n",
+              D.rank, want, D.region_size, strerror(errno));
+      if (res != MAP_FAILED)
+        munmap(res, D.region_size);
+      ok = 0;
+    } else {
+      /* old_size 0: a second mapping of the same (shared) pages. Alone,
+       * no thief ever reads the region through the window (and Open MPI
+       * then gives private memory): plain anonymous memory will do. */
+      if (D.nranks == 1)
+        res = mmap(want, D.region_size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+      else
+        res =
+            mremap(src, 0, D.region_size, MREMAP_MAYMOVE | MREMAP_FIXED, want);
+      if (res != want) {
+        fprintf(stderr,
+                "swarm-dist: rank %d: cannot map the MPI window at "
+                "the uni-address (mremap: %s); the window memory "
+                "must be shareable (Open MPI osc sm/rdma on one "
+                "node)\n",
+                D.rank, strerror(errno));
+        munmap(want, D.region_size);
+        ok = 0;
+      }
+    }
+  }
+  int all_ok;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all_ok) {
+    if (ok)
+      munmap((void *)DIST_UNI_BASE, D.region_size);
+    MPI_Win_free(&D.win);
+    return ENOTSUP;
+  }
+  D.meta = (dist_meta_t *)D.base;
+  D.rec = (dist_rec_t *)(D.base + D.off_rec);
+  memset(D.meta, 0, sizeof *D.meta);
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Win_lock_all(MPI_MODE_NOCHECK, D.win);
+  return 0;
+}
+
+/* ---- public entry points ----------------------------------------------- */
+
+int swarm_dist_init(int *argc, char ***argv) {
+  if (D.initialized)
+    return EBUSY;
+#if !defined(__x86_64__) || !defined(__linux__)
+  (void)argc;
+  (void)argv;
+  fprintf(stderr, "swarm-dist: uni-address threads are implemented for "
+                  "x86-64 Linux only\n");
+  return ENOTSUP;
+#else
+  if (!argc || !argv || !*argv)
+    return EINVAL;
+  /* Re-executing is only possible before MPI_Init: a program that called
+   * MPI_Init itself keeps its randomised layout, and the check below
+   * refuses it unless the ranks happen to agree. */
+  int inited;
+  MPI_Initialized(&inited);
+  if (!inited)
+    aslr_reexec(*argv);
+  collect_startup_objects();
+  swarm_dist_steal_t steal = SWARM_DIST_STEAL_RMA;
+  const char *env = getenv("SWARM_DIST_STEAL");
+  int e = env && *env ? parse_steal(env, &steal) : 0;
+  int e2 = take_steal_flag(argc, *argv, &steal);
+  e = e ? e : e2;
+  size_t region, heap, global;
+  if (!e)
+    e = parse_size("SWARM_DIST_STACK", (size_t)16 << 20, &region);
+  if (!e)
+    e = parse_size("SWARM_DIST_HEAP", (size_t)32 << 20, &heap);
+  if (!e)
+    e = parse_size("SWARM_DIST_GLOBAL", (size_t)16 << 20, &global);
+  int provided;
+  if (!inited)
+    MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &D.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &D.nranks);
+  /* Configuration errors are local; agree on failing. */
+  int any;
+  MPI_Allreduce(&e, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (!any)
+    any = check_addresses();
+  if (!any) {
+    D.steal = steal;
+    D.region_size = region;
+    D.evac_size = heap;
+    D.global_size = global;
+    any = setup_window();
+  }
+  if (any) {
+    MPI_Finalize();
+    return any;
+  }
+  MPI_Comm_dup(MPI_COMM_WORLD, &D.comm);
+  D.rng = 0x9e3779b97f4a7c15ull * (uint64_t)(D.rank + 1);
+  D.initialized = 1;
+  return 0;
+#endif
+}
+
+int swarm_dist_finalize(void) {
+  if (!D.initialized || D.in_run)
+    return EPERM;
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Win_unlock_all(D.win);
+  munmap((void *)DIST_UNI_BASE, D.region_size);
+  MPI_Win_free(&D.win);
+  MPI_Comm_free(&D.comm);
+  free(D.evac_pending);
+  memset(&D, 0, sizeof D);
+  MPI_Finalize();
+  return 0;
+}
+
+int swarm_dist_run(void *(*fn)(void *), void *arg, void **result) {
+  if (!D.initialized || D.in_run)
+    return EPERM;
+  if (!fn)
+    return EINVAL;
+  D.run++;
+  swarm_dist_sched_reset();
+  MPI_Win_sync(D.win);
+  MPI_Barrier(MPI_COMM_WORLD);
+  D.in_run = 1;
+  uint64_t r = 0;
+  swarm_dist_sched_loop(fn, arg, &r);
+  D.in_run = 0;
+  MPI_Bcast(&r, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  if (result)
+    *result = (void *)(uintptr_t)r;
+  return 0;
+}
+
+int swarm_dist_rank(void) {
+  return D.initialized ? D.rank : -1;
+}
+int swarm_dist_ranks(void) {
+  return D.initialized ? D.nranks : 0;
+}
+swarm_dist_steal_t swarm_dist_steal_mode(void) {
+  return D.steal;
+}
+
+int swarm_dist_stats_get(swarm_dist_stats_t *s) {
+  if (!s)
+    return EINVAL;
+  *s = D.stats;
+  return 0;
+}
+
+int swarm_dist_stats_sum(swarm_dist_stats_t *s) {
+  if (!s)
+    return EINVAL;
+  if (!D.initialized)
+    return EPERM;
+  MPI_Allreduce(&D.stats, s, (int)(sizeof *s / sizeof(uint64_t)), MPI_UINT64_T,
+                MPI_SUM, MPI_COMM_WORLD);
+  return 0;
+}
+
+/* ---- steal latency samples ---------------------------------------------- */
+
+void swarm_dist_record_steal(uint64_t total, uint64_t lock, uint64_t index,
+                             uint64_t entry, uint64_t frames, uint64_t unlock,
+                             uint64_t bytes) {
+  uint64_t v[7] = {total, lock, index, entry, frames, unlock, bytes};
+  uint32_t *s = D.steal_samples[D.n_steal_samples % DIST_STEAL_SAMPLES];
+  for (int i = 0; i < 7; i++)
+    s[i] = v[i] > UINT32_MAX ? UINT32_MAX : (uint32_t)v[i];
+  D.n_steal_samples++;
+}
+
+void swarm_dist_steal_profile_reset(void) {
+  D.n_steal_samples = 0;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+int swarm_dist_steal_profile(swarm_dist_steal_profile_t *p) {
+  if (!p)
+    return EINVAL;
+  if (!D.initialized)
+    return EPERM;
+  int mine = (int)(D.n_steal_samples < DIST_STEAL_SAMPLES ? D.n_steal_samples
+                                                          : DIST_STEAL_SAMPLES);
+  int *counts = calloc((size_t)D.nranks, sizeof(int));
+  int *displs = calloc((size_t)D.nranks, sizeof(int));
+  if (!counts || !displs)
+    swarm_dist_fatal("out of memory");
+  int words = mine * 7;
+  MPI_Allgather(&words, 1, MPI_INT, counts, 1, MPI_INT, MPI_COMM_WORLD);
+  int total = 0;
+  for (int r = 0; r < D.nranks; r++) {
+    displs[r] = total;
+    total += counts[r];
+  }
+  uint32_t *all = malloc(sizeof(uint32_t) * (size_t)(total ? total : 1));
+  uint32_t *col = malloc(sizeof(uint32_t) * (size_t)(total / 7 + 1));
+  if (!all || !col)
+    swarm_dist_fatal("out of memory");
+  MPI_Allgatherv(D.steal_samples, words, MPI_UINT32_T, all, counts, displs,
+                 MPI_UINT32_T, MPI_COMM_WORLD);
+  int n = total / 7;
+  double med[7] = {0}, p90 = 0;
+  for (int c = 0; c < 7 && n > 0; c++) {
+    for (int i = 0; i < n; i++)
+      col[i] = all[i * 7 + c];
+    qsort(col, (size_t)n, sizeof *col, cmp_u32);
+    med[c] = n % 2 ? col[n / 2] : 0.5 * ((double)col[n / 2 - 1] + col[n / 2]);
+    if (c == 0)
+      p90 = col[(size_t)n * 9 / 10]; /* < n since n >= 1 */
+  }
+  memset(p, 0, sizeof *p);
+  p->samples = (uint64_t)n;
+  p->total_ns = med[0];
+  p->lock_ns = med[1];
+  p->index_ns = med[2];
+  p->entry_ns = med[3];
+  p->frames_ns = med[4];
+  p->unlock_ns = med[5];
+  p->frame_bytes = med[6];
+  p->total_p90_ns = p90;
+  free(all);
+  free(col);
+  free(counts);
+  free(displs);
+  return 0;
+}

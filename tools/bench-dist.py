@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""make bench-dist: the distributed runtime's figures (issue 7).
+
+1. Thread creation: fib and btc at 1 rank (build/bench/dist) against the
+   shared-memory runtime at 1 worker (build/bench), interleaved 3 times;
+   ns per spawn+join and the ratio dist / shared memory.
+2. One steal's latency and its breakdown (medians over the steals of UTS T1
+   at 2 ranks), RMA and message stealing.
+3. Throughput (tasks/s) of UTS T1, UTS T3 and BTC at P = 1, 2, RMA and
+   message stealing (T1L/T3L, 25x larger, take minutes per run on the
+   2-CPU machine: pass --large to run them too).
+
+Every program's JSON line goes to --out (one per line); a summary is printed.
+"""
+import argparse
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TREES = {
+    "T1": "-t 1 -a 3 -d 10 -b 4 -r 19",
+    "T3": "-t 0 -b 2000 -q 0.124875 -m 8 -r 42",
+    "T1L": "-t 1 -a 3 -d 13 -b 4 -r 29",
+    "T3L": "-t 0 -b 2000 -q 0.200014 -m 5 -r 7",
+}
+
+
+def run(cmd, out):
+    print("+ " + cmd, file=sys.stderr, flush=True)
+    r = subprocess.run(shlex.split(cmd), capture_output=True, text=True, timeout=1800)
+    rec = None
+    for line in r.stdout.splitlines():
+        if line.startswith("{"):
+            rec = json.loads(line)
+    if r.returncode != 0 or rec is None:
+        sys.exit(f"bench-dist: failed ({r.returncode}): {cmd}\n{r.stderr[-2000:]}")
+    rec["command"] = cmd
+    out.write(json.dumps(rec) + "\n")
+    out.flush()
+    return rec
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--mpirun", default="mpirun --allow-run-as-root --oversubscribe")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--large", action="store_true")
+    a = ap.parse_args()
+    b = a.build
+    out_path = a.out or os.path.join(b, "bench", "dist-results.jsonl")
+    os.makedirs(os.path.dirname(out_path), exist_ok=True)
+    mp = a.mpirun
+    with open(out_path, "w") as out:
+        # 1. creation
+        create = {}
+        for w, flag in (("fib", "-n 27"), ("btc", "-d 20")):
+            for _ in range(3):
+                smp = run(f"{b}/bench/{w} -w 1 {flag} --reps {a.reps}" +
+                          (" --no-serial" if w == "fib" else ""), out)
+                dist = run(f"{mp} -n 1 {b}/bench/dist/{w} {flag} --reps {a.reps}", out)
+                create.setdefault(w, []).append((smp["ns_per_task"], dist["ns_per_task"]))
+        # 2. steal latency
+        steal = {}
+        for mode in ("rma", "msg"):
+            steal[mode] = run(f"{mp} -n 2 {b}/bench/dist/uts {TREES['T1']} --reps 3 --steal {mode}", out)
+        # 3. throughput
+        thr = []
+        trees = ["T1", "T3"] + (["T1L", "T3L"] if a.large else [])
+        for name in trees + ["btc"]:
+            args = TREES.get(name, "-d 20")
+            prog = "uts" if name != "btc" else "btc"
+            reps = 3 if name in ("T1", "T3", "btc") else 1
+            for p, mode in ((1, "rma"), (2, "rma"), (2, "msg")):
+                r = run(f"{mp} -n {p} {b}/bench/dist/{prog} {args} --reps {reps} --steal {mode}", out)
+                thr.append((name, p, mode, r))
+            for wk in (1, 2):
+                r = run(f"{b}/bench/{prog} {args} -w {wk} --reps {reps}", out)
+                thr.append((name, wk, "smp", r))
+
+    print(f"\nbench-dist: JSON lines in {out_path}\n")
+    print("Thread creation (spawn+join, 1 rank vs shared memory at 1 worker; median of 3 interleaved runs):")
+    for w, pairs in create.items():
+        s = statistics.median(p[0] for p in pairs)
+        d = statistics.median(p[1] for p in pairs)
+        print(f"  {w:4}  shared {s:7.1f} ns   dist {d:7.1f} ns   ratio {d / s:4.2f}x")
+    print("\nOne steal (UTS T1, 2 ranks; medians over the steals of 3 runs):")
+    for mode, r in steal.items():
+        print(f"  {mode}: {r['steal_ns'] / 1000:.2f} us (p90 {r['steal_p90_ns'] / 1000:.2f} us, "
+              f"mean {r['steal_mean_ns'] / 1000:.2f} us) over {r['remote_steals']:.0f} steals/run; "
+              f"lock {r['steal_lock_ns']:.0f} ns, top/bottom {r['steal_index_ns']:.0f}, "
+              f"entry {r['steal_entry_ns']:.0f}, frames {r['steal_frames_ns']:.0f} "
+              f"({r['steal_bytes']:.0f} B), unlock {r['steal_unlock_ns']:.0f}")
+    print("\nThroughput (Mtasks/s, median run; dist: CPU seconds of all ranks per run,")
+    print("and that over P=1's: the work distribution adds, whatever the machine's load):")
+    base_cpu = {}
+    for name, p, mode, r in thr:
+        rate = r["tasks"] / r["seconds_median"] / 1e6
+        label = f"P={p} {mode}" if mode != "smp" else f"shared-memory w={p}"
+        extra = ""
+        if mode != "smp":
+            if p == 1:
+                base_cpu[name] = r["cpu_seconds"]
+            infl = r["cpu_seconds"] / base_cpu[name] if base_cpu.get(name) else float("nan")
+            extra = (f"  cpu {r['cpu_seconds']:.2f} s ({infl:.2f}x)  steals/run {r['remote_steals']:.0f}"
+                     f"  migrations/run {r['migrations']:.0f}")
+        print(f"  {name:4} {label:20} {rate:6.2f}  correct={r['correct']}{extra}")
+
+
+if __name__ == "__main__":
+    main()
