@@ -35,13 +35,20 @@
 #define TEXT_CAP ((size_t)256 * 1024)
 #define TEXT_EVENT_MAX 256 /* the longest event we format, with margin */
 
-uint64_t trace_epoch_ns;
+bool trace_tsc;
+static char hex_pairs[512]; /* "00" .. "ff", filled by tables_init */
+
+/* ticks -> ns since trace_start: ns = (ticks - epoch) * ns_per_tick, the
+ * rate measured from trace_start to the latest flush (1 without a TSC) */
+static struct {
+  uint64_t epoch_ticks, epoch_ns;
+  double ns_per_tick;
+} clock_map;
 
 static struct {
   pthread_mutex_t lock;
-  int fd;         /* -1: no trace open */
-  bool closed;    /* the trailer is written; drop whatever comes */
-  bool any_event; /* an event was written: the next needs a comma */
+  int fd;      /* -1: no trace open */
+  bool closed; /* the trailer is written; drop whatever comes */
   bool atexit_done;
   int nworkers;
   uint64_t written; /* events written, for the trailer */
@@ -53,6 +60,66 @@ static const char *const reason_names[SWARM_PARK_REASONS] = {
     "other", "join",  "mutex", "cond",  "rwlock", "sem",      "barrier",
     "once",  "sleep", "io",    "yield", "remote", "finalize",
 };
+
+/* ---- time ---- */
+
+static bool clocksource_is_tsc(void) {
+#if defined(__x86_64__)
+  char buf[16] = {0};
+  int fd = open("/sys/devices/system/clocksource/clocksource0/"
+                "current_clocksource",
+                O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  return n >= 3 && !strncmp(buf, "tsc", 3) && (buf[3] == '\n' || !buf[3]);
+#else
+  return false;
+#endif
+}
+
+/* Re-measures the tick rate over everything since trace_start; under lock */
+static void clock_refine(void) {
+  if (!trace_tsc)
+    return;
+  uint64_t ticks = trace_now(), ns = os_now_ns_inline();
+  if (ticks > clock_map.epoch_ticks && ns > clock_map.epoch_ns)
+    clock_map.ns_per_tick = (double)(ns - clock_map.epoch_ns) /
+                            (double)(ticks - clock_map.epoch_ticks);
+}
+
+static void tables_init(void) {
+  static const char hex[] = "0123456789abcdef";
+  for (int i = 0; i < 256; i++) {
+    hex_pairs[2 * i] = hex[i >> 4];
+    hex_pairs[2 * i + 1] = hex[i & 15];
+  }
+}
+
+static void clock_start(void) {
+  trace_tsc = clocksource_is_tsc();
+  clock_map.epoch_ns = os_now_ns_inline();
+  clock_map.epoch_ticks = trace_now();
+  clock_map.ns_per_tick = 1.0;
+  if (trace_tsc) { /* a first rate over 1 ms; later flushes refine it */
+    while (os_now_ns_inline() - clock_map.epoch_ns < 1000000)
+      os_cpu_relax();
+    clock_refine();
+  }
+}
+
+static inline uint64_t ticks_to_ns(uint64_t ticks) {
+  /* another CPU's TSC may lag the epoch's by a little */
+  if (ticks <= clock_map.epoch_ticks)
+    return 0;
+  return (uint64_t)((double)(ticks - clock_map.epoch_ticks) *
+                    clock_map.ns_per_tick);
+}
+
+static inline uint64_t ticks_to_ns_dur(uint64_t ticks) {
+  return (uint64_t)((double)ticks * clock_map.ns_per_tick);
+}
 
 /* ---- text output (under lock) ---- */
 
@@ -75,100 +142,160 @@ static void text_flush(void) {
   trace_file.len = 0;
 }
 
-static inline void put_str(const char *s) {
-  size_t n = strlen(s);
-  memcpy(trace_file.text + trace_file.len, s, n);
-  trace_file.len += n;
+/* Formatting writes through a cursor `p` into trace_file.text and returns
+ * the advanced cursor: a char store may alias any global, so keeping the
+ * position in trace_file.len would reload it after every byte. */
+static inline char *put_mem(char *p, const char *s, size_t n) {
+  memcpy(p, s, n);
+  return p + n;
+}
+/* a string literal: its length is a constant, the copy a few moves */
+#define PUT_LIT(p, s) put_mem((p), (s), sizeof(s) - 1)
+
+static const char digit_pairs[201] = "00010203040506070809"
+                                     "10111213141516171819"
+                                     "20212223242526272829"
+                                     "30313233343536373839"
+                                     "40414243444546474849"
+                                     "50515253545556575859"
+                                     "60616263646566676869"
+                                     "70717273747576777879"
+                                     "80818283848586878889"
+                                     "90919293949596979899";
+
+static inline unsigned decimal_digits32(uint32_t v) {
+  unsigned n = 1;
+  while (v >= 10000) {
+    v /= 10000;
+    n += 4;
+  }
+  return n + (v >= 10) + (v >= 100) + (v >= 1000);
 }
 
-static inline void put_u64(uint64_t v) {
-  char tmp[24];
-  int n = 0;
-  do {
-    tmp[n++] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v);
-  char *p = trace_file.text + trace_file.len;
-  for (int i = 0; i < n; i++)
-    p[i] = tmp[n - 1 - i];
-  trace_file.len += (size_t)n;
+/* Decimal, two digits per step, written back to front in place; 32-bit
+ * arithmetic (cheaper division by a constant) for what fits, as ts, dur
+ * and worker numbers nearly always do. */
+static inline char *put_u32(char *p, uint32_t v) {
+  unsigned n = decimal_digits32(v);
+  char *q = p + n;
+  while (v >= 100) {
+    unsigned i = (v % 100) * 2;
+    v /= 100;
+    q -= 2;
+    q[0] = digit_pairs[i];
+    q[1] = digit_pairs[i + 1];
+  }
+  if (v >= 10) {
+    q[-2] = digit_pairs[v * 2];
+    q[-1] = digit_pairs[v * 2 + 1];
+  } else {
+    q[-1] = (char)('0' + v);
+  }
+  return p + n;
+}
+
+static inline char *put_u64(char *p, uint64_t v) {
+  if (likely(v <= UINT32_MAX))
+    return put_u32(p, (uint32_t)v);
+  /* high part, then the low nine digits zero-padded */
+  p = put_u64(p, v / 1000000000u);
+  uint32_t low = (uint32_t)(v % 1000000000u);
+  for (int i = 8; i >= 0; i--) {
+    p[i] = (char)('0' + low % 10);
+    low /= 10;
+  }
+  return p + 9;
+}
+
+/* A thread id: its handle as a JSON string of hex digits, the way
+ * swarm_self() values are printed ("%llx"), two digits per step: an odd
+ * count starts with a 0. */
+static inline char *put_thread(char *p, uint64_t h) {
+  unsigned bytes = (unsigned)(71 - __builtin_clzll(h | 1)) / 8;
+  p[0] = '"';
+  for (unsigned i = bytes; i > 0; i--, h >>= 8)
+    memcpy(p + 2 * i - 1, hex_pairs + 2 * (h & 255), 2);
+  p[2 * bytes + 1] = '"';
+  return p + 2 * bytes + 2;
 }
 
 /* ns as microseconds with three decimals */
-static inline void put_us(uint64_t ns) {
-  put_u64(ns / 1000);
-  char *p = trace_file.text + trace_file.len;
+static inline char *put_us(char *p, uint64_t ns) {
+  p = put_u64(p, ns / 1000);
   unsigned frac = (unsigned)(ns % 1000);
   p[0] = '.';
   p[1] = (char)('0' + frac / 100);
-  p[2] = (char)('0' + frac / 10 % 10);
-  p[3] = (char)('0' + frac % 10);
-  trace_file.len += 4;
+  p[2] = digit_pairs[(frac % 100) * 2];
+  p[3] = digit_pairs[(frac % 100) * 2 + 1];
+  return p + 4;
 }
 
-static void event_begin(const char *ph, const char *name, int worker,
-                        uint64_t ts) {
-  if (trace_file.len + TEXT_EVENT_MAX > TEXT_CAP)
-    text_flush();
-  put_str(trace_file.any_event ? ",\n{\"ph\":\"" : "\n{\"ph\":\"");
-  trace_file.any_event = true;
-  trace_file.written++;
-  put_str(ph);
-  put_str("\",\"name\":\"");
-  put_str(name);
-  put_str("\",\"pid\":1,\"tid\":");
-  put_u64((uint64_t)worker);
-  put_str(",\"ts\":");
-  put_us(ts);
+/* An event's literal opening, up to "tid": */
+#define EVENT_HEAD(ph, name)                                                   \
+  ",\n{\"ph\":\"" ph "\",\"name\":\"" name "\",\"pid\":1,\"tid\":"
+static inline __attribute__((always_inline)) char *
+event_start(char *p, const char *head, size_t len, int worker, uint64_t ts) {
+  p = put_mem(p, head, len);
+  p = put_u64(p, (uint64_t)worker);
+  p = PUT_LIT(p, ",\"ts\":");
+  return put_us(p, ts);
 }
+#define EVENT(p, ph, name, worker, ts)                                         \
+  event_start((p), EVENT_HEAD(ph, name), sizeof(EVENT_HEAD(ph, name)) - 1,     \
+              (worker), (ts))
 
-static void format_rec(int worker, const struct trace_rec *r) {
-  const char *reason =
-      r->reason < SWARM_PARK_REASONS ? reason_names[r->reason] : "other";
+/* One record as one event, at p; room for TEXT_EVENT_MAX bytes. */
+static char *format_rec(char *p, int worker, const struct trace_rec *r) {
   switch (r->kind) {
   case TR_RUN:
-    event_begin("X", "run", worker, r->ts);
-    put_str(",\"dur\":");
-    put_us(r->b);
-    put_str(",\"args\":{\"thread\":");
-    put_u64(r->a);
-    put_str("}}");
-    break;
+    p = EVENT(p, "X", "run", worker, ticks_to_ns(r->ts));
+    p = PUT_LIT(p, ",\"dur\":");
+    p = put_us(p, ticks_to_ns_dur(r->b));
+    p = PUT_LIT(p, ",\"args\":{\"thread\":");
+    p = put_thread(p, r->a);
+    return PUT_LIT(p, "}}");
   case TR_SLEEP:
-    event_begin("X", "sleep", worker, r->ts);
-    put_str(",\"dur\":");
-    put_us(r->b);
-    put_str("}");
-    break;
+    p = EVENT(p, "X", "sleep", worker, ticks_to_ns(r->ts));
+    p = PUT_LIT(p, ",\"dur\":");
+    p = put_us(p, ticks_to_ns_dur(r->b));
+    return PUT_LIT(p, "}");
   case TR_SPAWN:
-    event_begin("i", "spawn", worker, r->ts);
-    put_str(",\"s\":\"t\",\"args\":{\"thread\":");
-    put_u64(r->a);
-    put_str(",\"child\":");
-    put_u64(r->b);
-    put_str("}}");
-    break;
+    p = EVENT(p, "i", "spawn", worker, ticks_to_ns(r->ts));
+    p = PUT_LIT(p, ",\"args\":{\"thread\":");
+    p = put_thread(p, r->a);
+    p = PUT_LIT(p, ",\"child\":");
+    p = put_thread(p, r->b);
+    return PUT_LIT(p, "}}");
   case TR_PARK:
-  case TR_READY:
-    event_begin("i", r->kind == TR_PARK ? "park" : "ready", worker, r->ts);
-    put_str(",\"s\":\"t\",\"args\":{\"thread\":");
-    put_u64(r->a);
-    put_str(",\"reason\":\"");
-    put_str(reason);
-    put_str("\"}}");
-    break;
+  case TR_READY: {
+    const char *reason =
+        r->reason < SWARM_PARK_REASONS ? reason_names[r->reason] : "other";
+    if (r->kind == TR_PARK)
+      p = EVENT(p, "i", "park", worker, ticks_to_ns(r->ts));
+    else
+      p = EVENT(p, "i", "ready", worker, ticks_to_ns(r->ts));
+    p = PUT_LIT(p, ",\"args\":{\"thread\":");
+    p = put_thread(p, r->a);
+    p = PUT_LIT(p, ",\"reason\":\"");
+    p = put_mem(p, reason, strlen(reason));
+    return PUT_LIT(p, "\"}}");
+  }
   case TR_STEAL:
+    p = EVENT(p, "i", "steal", worker, ticks_to_ns(r->ts));
+    p = PUT_LIT(p, ",\"args\":{\"thread\":");
+    p = put_thread(p, r->a);
+    p = PUT_LIT(p, ",\"victim\":");
+    p = put_u64(p, r->b);
+    return PUT_LIT(p, "}}");
   case TR_REMOTE_STEAL:
-    event_begin("i", r->kind == TR_STEAL ? "steal" : "remote_steal", worker,
-                r->ts);
-    put_str(",\"s\":\"t\",\"args\":{\"thread\":");
-    put_u64(r->a);
-    put_str(r->kind == TR_STEAL ? ",\"victim\":" : ",\"rank\":");
-    put_u64(r->b);
-    put_str("}}");
-    break;
+    p = EVENT(p, "i", "remote_steal", worker, ticks_to_ns(r->ts));
+    p = PUT_LIT(p, ",\"args\":{\"thread\":");
+    p = put_thread(p, r->a);
+    p = PUT_LIT(p, ",\"rank\":");
+    p = put_u64(p, r->b);
+    return PUT_LIT(p, "}}");
   default:
-    break;
+    return p;
   }
 }
 
@@ -176,8 +303,18 @@ static void format_rec(int worker, const struct trace_rec *r) {
 static void write_records(struct trace_buf *b, uint32_t n) {
   if (trace_file.closed || trace_file.fd < 0)
     return;
-  for (uint32_t i = 0; i < n; i++)
-    format_rec(b->worker, &b->recs[i]);
+  char *text = trace_file.text, *p = text + trace_file.len;
+  clock_refine();
+  for (uint32_t i = 0; i < n; i++) {
+    if ((size_t)(p - text) + TEXT_EVENT_MAX > TEXT_CAP) {
+      trace_file.len = (size_t)(p - text);
+      text_flush();
+      p = text;
+    }
+    p = format_rec(p, b->worker, &b->recs[i]);
+  }
+  trace_file.written += n;
+  trace_file.len = (size_t)(p - text);
   text_flush();
 }
 
@@ -204,12 +341,21 @@ static void close_locked(void) {
   if (!trace_file.closed) {
     if (trace_file.len + 512 > TEXT_CAP)
       text_flush();
-    put_str("\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"runtime\":"
-            "\"swarm\",\"clock\":\"CLOCK_MONOTONIC\",\"workers\":");
-    put_u64((uint64_t)trace_file.nworkers);
-    put_str(",\"events\":");
-    put_u64(trace_file.written);
-    put_str("}}\n");
+    char *p = trace_file.text + trace_file.len;
+    p = PUT_LIT(p, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{"
+                   "\"runtime\":\"swarm\",\"clock\":\"");
+    if (trace_tsc)
+      p = PUT_LIT(p,
+                  "tsc, calibrated against CLOCK_MONOTONIC\",\"ns_per_tick\":");
+    else
+      p = PUT_LIT(p, "CLOCK_MONOTONIC\",\"ns_per_tick\":");
+    p += snprintf(p, 32, "%.6f", clock_map.ns_per_tick);
+    p = PUT_LIT(p, ",\"workers\":");
+    p = put_u64(p, (uint64_t)trace_file.nworkers);
+    p = PUT_LIT(p, ",\"events\":");
+    p = put_u64(p, trace_file.written);
+    p = PUT_LIT(p, "}}\n");
+    trace_file.len = (size_t)(p - trace_file.text);
     text_flush();
   }
   trace_file.closed = true;
@@ -339,25 +485,32 @@ bool trace_start(const struct trace_steps *plain,
   }
   trace_file.fd = fd;
   trace_file.closed = false;
-  trace_file.any_event = false;
   trace_file.written = 0;
   trace_file.len = 0;
   trace_file.nworkers = swarm_rt.nworkers;
-  trace_epoch_ns = os_now_ns_inline();
-  put_str("{\"traceEvents\":[");
-  event_begin("M", "process_name", 0, 0);
-  put_str(",\"args\":{\"name\":\"swarm\"}}");
+  clock_start();
+  tables_init();
+  /* Metadata: names and order of the workers' tracks. The first event
+   * carries no leading comma: the header ends where its comma would be. */
+  char *p = trace_file.text;
+  p = PUT_LIT(p, "{\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\","
+                 "\"pid\":1,\"tid\":0,\"ts\":0,\"args\":{\"name\":\"swarm\"}}");
   for (int i = 0; i < swarm_rt.nworkers; i++) {
-    event_begin("M", "thread_name", i, 0);
-    put_str(",\"args\":{\"name\":\"worker ");
-    put_u64((uint64_t)i);
-    put_str("\"}}");
-    event_begin("M", "thread_sort_index", i, 0);
-    put_str(",\"args\":{\"sort_index\":");
-    put_u64((uint64_t)i);
-    put_str("}}");
+    if ((size_t)(p - trace_file.text) + TEXT_EVENT_MAX > TEXT_CAP) {
+      trace_file.len = (size_t)(p - trace_file.text);
+      text_flush();
+      p = trace_file.text;
+    }
+    p = EVENT(p, "M", "thread_name", i, 0);
+    p = PUT_LIT(p, ",\"args\":{\"name\":\"worker ");
+    p = put_u64(p, (uint64_t)i);
+    p = PUT_LIT(p, "\"}}");
+    p = EVENT(p, "M", "thread_sort_index", i, 0);
+    p = PUT_LIT(p, ",\"args\":{\"sort_index\":");
+    p = put_u64(p, (uint64_t)i);
+    p = PUT_LIT(p, "}}");
   }
-  trace_file.written -= 1 + 2 * (uint64_t)swarm_rt.nworkers; /* metadata */
+  trace_file.len = (size_t)(p - trace_file.text);
   text_flush();
   if (!trace_file.atexit_done) {
     trace_file.atexit_done = true;

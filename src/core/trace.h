@@ -41,7 +41,7 @@
 #include "core/core.h"
 
 enum trace_kind {
-  TR_RUN = 1,      /* X: a thread ran [ts, ts + b); a = thread */
+  TR_RUN = 1,      /* X: a thread ran [ts, ts + b ticks); a = thread */
   TR_SPAWN,        /* i: a = parent, b = child */
   TR_PARK,         /* i: a = thread, reason */
   TR_READY,        /* i: a = thread, reason (of its park) */
@@ -51,7 +51,7 @@ enum trace_kind {
 };
 
 struct trace_rec {
-  uint64_t ts; /* ns since the trace started */
+  uint64_t ts; /* ticks (trace_now) */
   uint64_t a, b;
   uint16_t kind;
   uint16_t reason;
@@ -68,10 +68,17 @@ struct trace_buf {
   int worker;
 };
 
-/* ns since the trace started: the vDSO clock, cheap enough (see trace.md) */
-extern uint64_t trace_epoch_ns;
+/* A timestamp in ticks: the TSC on x86-64 when the kernel's clocksource is
+ * the TSC (so its rate is constant and CPUs agree), else ns of
+ * CLOCK_MONOTONIC. trace.c turns ticks into ns when it writes; reading the
+ * TSC costs a third of the vDSO clock, and a slice takes two reads. */
+extern bool trace_tsc;
 static inline uint64_t trace_now(void) {
-  return os_now_ns_inline() - trace_epoch_ns;
+#if defined(__x86_64__)
+  if (likely(trace_tsc))
+    return __builtin_ia32_rdtsc();
+#endif
+  return os_now_ns_inline();
 }
 
 void trace_flush_full(struct trace_buf *b);
