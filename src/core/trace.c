@@ -39,7 +39,7 @@ bool trace_tsc;
 static char hex_pairs[512]; /* "00" .. "ff", filled by tables_init */
 
 /* ticks -> ns since trace_start: ns = (ticks - epoch) * ns_per_tick, the
- * rate measured from trace_start to the latest flush (1 without a TSC) */
+ * rate measured at trace_start (1 without a TSC) */
 static struct {
   uint64_t epoch_ticks, epoch_ns;
   double ns_per_tick;
@@ -79,16 +79,6 @@ static bool clocksource_is_tsc(void) {
 #endif
 }
 
-/* Re-measures the tick rate over everything since trace_start; under lock */
-static void clock_refine(void) {
-  if (!trace_tsc)
-    return;
-  uint64_t ticks = trace_now(), ns = os_now_ns_inline();
-  if (ticks > clock_map.epoch_ticks && ns > clock_map.epoch_ns)
-    clock_map.ns_per_tick = (double)(ns - clock_map.epoch_ns) /
-                            (double)(ticks - clock_map.epoch_ticks);
-}
-
 static void tables_init(void) {
   static const char hex[] = "0123456789abcdef";
   for (int i = 0; i < 256; i++) {
@@ -97,15 +87,27 @@ static void tables_init(void) {
   }
 }
 
+/* The tick rate, measured once over CALIBRATE_NS at trace_start. Once: a
+ * rate refined later would convert a worker's later buffers differently
+ * from its earlier ones, and its slices could appear to overlap. */
+#define CALIBRATE_NS 5000000u
 static void clock_start(void) {
   trace_tsc = clocksource_is_tsc();
   clock_map.epoch_ns = os_now_ns_inline();
   clock_map.epoch_ticks = trace_now();
   clock_map.ns_per_tick = 1.0;
-  if (trace_tsc) { /* a first rate over 1 ms; later flushes refine it */
-    while (os_now_ns_inline() - clock_map.epoch_ns < 1000000)
-      os_cpu_relax();
-    clock_refine();
+  if (!trace_tsc)
+    return;
+  uint64_t ns;
+  while ((ns = os_now_ns_inline()) - clock_map.epoch_ns < CALIBRATE_NS)
+    os_cpu_relax();
+  uint64_t ticks = trace_now();
+  if (ticks > clock_map.epoch_ticks)
+    clock_map.ns_per_tick = (double)(ns - clock_map.epoch_ns) /
+                            (double)(ticks - clock_map.epoch_ticks);
+  else { /* a TSC that does not advance: use the clock */
+    trace_tsc = false;
+    clock_map.epoch_ticks = clock_map.epoch_ns;
   }
 }
 
@@ -304,7 +306,6 @@ static void write_records(struct trace_buf *b, uint32_t n) {
   if (trace_file.closed || trace_file.fd < 0)
     return;
   char *text = trace_file.text, *p = text + trace_file.len;
-  clock_refine();
   for (uint32_t i = 0; i < n; i++) {
     if ((size_t)(p - text) + TEXT_EVENT_MAX > TEXT_CAP) {
       trace_file.len = (size_t)(p - text);

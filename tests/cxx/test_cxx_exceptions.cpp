@@ -83,6 +83,8 @@ int main() {
   CHECK(calls.load() > 990 && calls.load() <= 1000);
 
   // Dropped unjoined: the destructor joins and swallows.
-  { auto d = swarm::spawn([] { throw 1; }); }
+  {
+    auto d = swarm::spawn([] { throw 1; });
+  }
   return 0;
 }

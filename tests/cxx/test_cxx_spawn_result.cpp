@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
-static int add(int a, int b) { return a + b; }
+static int add(int a, int b) {
+  return a + b;
+}
 
 int main() {
   swarm::runtime rt(2);
