@@ -47,14 +47,21 @@ static struct {
 
 static struct {
   pthread_mutex_t lock;
-  int fd;      /* -1: no trace open */
-  bool closed; /* the trailer is written; drop whatever comes */
+  int fd;       /* -1: no trace open */
+  int spill_fd; /* full buffers, binary, until the trace closes; or -1 */
+  bool closed;  /* the trailer is written; drop whatever comes */
   bool atexit_done;
   int nworkers;
   uint64_t written; /* events written, for the trailer */
   char *text;       /* TEXT_CAP bytes, used under lock */
   size_t len;
-} trace_file = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
+} trace_file = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .spill_fd = -1};
+
+/* A full buffer in the spill file: this header, then n records. */
+struct spill_chunk {
+  int32_t worker;
+  uint32_t n;
+};
 
 static const char *const reason_names[SWARM_PARK_REASONS] = {
     "other", "join",  "mutex", "cond",  "rwlock", "sem",      "barrier",
@@ -123,13 +130,12 @@ static inline uint64_t ticks_to_ns_dur(uint64_t ticks) {
   return (uint64_t)((double)ticks * clock_map.ns_per_tick);
 }
 
-/* ---- text output (under lock) ---- */
+/* ---- output (under lock) ---- */
 
-static void text_flush(void) {
-  size_t off = 0;
-  while (off < trace_file.len) {
-    ssize_t n =
-        write(trace_file.fd, trace_file.text + off, trace_file.len - off);
+static bool write_all(int fd, const void *buf, size_t len) {
+  const char *p = buf;
+  while (len > 0) {
+    ssize_t n = write(fd, p, len);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0) {
@@ -137,10 +143,17 @@ static void text_flush(void) {
                                 "trace file is incomplete\n";
       os_write_stderr(msg, sizeof msg - 1);
       trace_file.closed = true;
-      break;
+      return false;
     }
-    off += (size_t)n;
+    p += n;
+    len -= (size_t)n;
   }
+  return true;
+}
+
+static void text_flush(void) {
+  if (!trace_file.closed)
+    write_all(trace_file.fd, trace_file.text, trace_file.len);
   trace_file.len = 0;
 }
 
@@ -301,8 +314,9 @@ static char *format_rec(char *p, int worker, const struct trace_rec *r) {
   }
 }
 
-/* Writes b's records [0, n) to the file; under lock. */
-static void write_records(struct trace_buf *b, uint32_t n) {
+/* Formats records [0, n) of `worker` into the JSON file; under lock. */
+static void write_records(int worker, const struct trace_rec *recs,
+                          uint32_t n) {
   if (trace_file.closed || trace_file.fd < 0)
     return;
   char *text = trace_file.text, *p = text + trace_file.len;
@@ -312,18 +326,88 @@ static void write_records(struct trace_buf *b, uint32_t n) {
       text_flush();
       p = text;
     }
-    p = format_rec(p, b->worker, &b->recs[i]);
+    p = format_rec(p, worker, &recs[i]);
   }
   trace_file.written += n;
   trace_file.len = (size_t)(p - text);
-  text_flush();
 }
 
+/* A full buffer goes to the spill file as it is, binary: formatting JSON
+ * costs ~10 times the write and would stall this worker — and stretch the
+ * slice it is recording — for milliseconds. The JSON is made when the trace
+ * closes. Without a spill file it is formatted now. */
 void trace_flush_full(struct trace_buf *b) {
   pthread_mutex_lock(&trace_file.lock);
-  write_records(b, b->count);
+  if (!trace_file.closed && trace_file.fd >= 0) {
+    if (trace_file.spill_fd >= 0) {
+      struct spill_chunk h = {b->worker, b->count};
+      if (write_all(trace_file.spill_fd, &h, sizeof h))
+        write_all(trace_file.spill_fd, b->recs,
+                  sizeof(struct trace_rec) * b->count);
+    } else {
+      write_records(b->worker, b->recs, b->count);
+      text_flush();
+    }
+  }
   __atomic_store_n(&b->count, 0, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&trace_file.lock);
+}
+
+static bool read_all(int fd, void *buf, size_t len) {
+  char *p = buf;
+  while (len > 0) {
+    ssize_t n = read(fd, p, len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    p += n;
+    len -= (size_t)n;
+  }
+  return true;
+}
+
+/* Formats the spill file's chunks, in the order they were written (so each
+ * worker's events stay in order), and closes it; under lock. */
+static void spill_drain(void) {
+  int fd = trace_file.spill_fd;
+  trace_file.spill_fd = -1;
+  if (fd < 0)
+    return;
+  enum { PIECE = 4096 };
+  struct trace_rec *recs = malloc(sizeof *recs * PIECE);
+  struct spill_chunk h;
+  if (recs && lseek(fd, 0, SEEK_SET) == 0) {
+    while (!trace_file.closed && read_all(fd, &h, sizeof h)) {
+      for (uint32_t done = 0; done < h.n;) {
+        uint32_t k = h.n - done < PIECE ? h.n - done : PIECE;
+        if (!read_all(fd, recs, sizeof *recs * k)) {
+          h.n = done; /* a short spill: keep what was read */
+          break;
+        }
+        write_records(h.worker, recs, k);
+        done += k;
+      }
+    }
+  }
+  free(recs);
+  close(fd);
+}
+
+/* An unlinked file next to the trace (same file system, and gone with the
+ * process whatever happens). -1 when none can be made. */
+static int spill_open(const char *path) {
+  size_t n = strlen(path);
+  char *tmpl = malloc(n + sizeof ".spill-XXXXXX");
+  if (!tmpl)
+    return -1;
+  memcpy(tmpl, path, n);
+  memcpy(tmpl + n, ".spill-XXXXXX", sizeof ".spill-XXXXXX");
+  int fd = mkostemp(tmpl, O_CLOEXEC);
+  if (fd >= 0)
+    unlink(tmpl);
+  free(tmpl);
+  return fd;
 }
 
 /* ---- the remote-steal hook ---- */
@@ -339,6 +423,7 @@ void swarm_trace_remote_steal(int victim_rank, struct swarm_thread *thread) {
 static void close_locked(void) {
   if (trace_file.fd < 0)
     return;
+  spill_drain(); /* a trace left open by an earlier run */
   if (!trace_file.closed) {
     if (trace_file.len + 512 > TEXT_CAP)
       text_flush();
@@ -376,12 +461,13 @@ static void stop(bool all_stopped) {
     pthread_mutex_unlock(&trace_file.lock);
     return;
   }
+  spill_drain();
   for (int i = 0; i < trace_file.nworkers && swarm_rt.workers; i++) {
     struct trace_buf *b = swarm_rt.workers[i].trace;
     if (!b)
       continue;
     uint32_t n = __atomic_load_n(&b->count, __ATOMIC_ACQUIRE);
-    write_records(b, n);
+    write_records(b->worker, b->recs, n);
     if (all_stopped)
       b->count = 0;
   }
@@ -485,6 +571,7 @@ bool trace_start(const struct trace_steps *plain,
     return false;
   }
   trace_file.fd = fd;
+  trace_file.spill_fd = spill_open(path);
   trace_file.closed = false;
   trace_file.written = 0;
   trace_file.len = 0;
