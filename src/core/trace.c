@@ -6,18 +6,18 @@
  * What is recorded, and why tracing off costs nothing, is in trace.h.
  *
  * Invariants kept here:
- *  - The file is written only under trace_file.lock, by the owner of a full
- *    buffer or by whoever closes the trace; events of one worker reach the
- *    file in the order they were recorded (a worker's buffer is written
- *    whole before it is emptied).
+ *  - The files are written only under trace_file.lock: a full buffer by its
+ *    owner, to the spill file; the JSON by whoever closes the trace, from
+ *    the spill file's chunks in the order they were written, then the
+ *    buffers — so each worker's events reach the file in recording order.
  *  - Once closed, the trace writes nothing more: a worker whose buffer fills
  *    after the exit flush (its program is exiting under it) empties it.
  *  - A worker's buffer is read by someone else only at exit, up to the
  *    count its owner last published with release; records below it are
  *    complete.
- * Timestamps are ns of CLOCK_MONOTONIC since trace_start, written as the
- * format's microseconds with three decimals. Formatting is by hand, not
- * printf: a full buffer is written on the program's time (docs/trace.md).
+ * Timestamps are ticks (trace.h) converted to ns since trace_start, written
+ * as the format's microseconds with three decimals. Formatting is by hand,
+ * not printf: it is most of tracing's cost (docs/trace.md).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -3,12 +3,12 @@
  * worker records, and the trace points the scheduler and upper layers call.
  *
  * Recording. Each worker owns a buffer of fixed-size binary records (struct
- * trace_rec) that only it appends to, without locks or atomics; a record is
- * turned into JSON text (Chrome trace event format, trace.c) only when the
- * buffer is full or the trace ends — at swarm_finalize, or at exit for a
- * program that never calls it. A full buffer is written to the file by its
- * owner, under the file's lock, and emptied: nothing is dropped while the
- * trace is open.
+ * trace_rec) that only it appends to, without locks or atomics. A full
+ * buffer is written by its owner, as it is, to a spill file and emptied:
+ * nothing is dropped while the trace is open, and the stall is a write, not
+ * the formatting. Records become JSON (Chrome trace event format, trace.c)
+ * when the trace ends — at swarm_finalize, or at exit for a program that
+ * never calls it.
  *
  * Run slices. A worker remembers which thread it runs and since when
  * (slice_handle, slice_start). Every switch calls trace_switch_at, which
