@@ -400,6 +400,15 @@ static bool all_threads_exited(void) {
 
 void (*swarm_thread_exit_hook)(struct swarm_thread *self);
 
+/* The exiting thread's joiner is parked on it: make it runnable. Out of
+ * line, so that its trace point does not weigh on thread_finish's fast
+ * path (the joiner usually finds the thread exited and never parks). */
+static __attribute__((noinline)) void ready_joiner(struct worker *w,
+                                                   struct swarm_thread *j) {
+  TRACE_READY(w, j);
+  make_runnable(w, j);
+}
+
 _Noreturn static void thread_finish(struct swarm_thread *t, void *result) {
   /* Upper layers' exit work first: it may block, so the worker is read
    * only afterwards. A thread with nothing in its slots pays one test. */
@@ -418,7 +427,7 @@ _Noreturn static void thread_finish(struct swarm_thread *t, void *result) {
   uint64_t old =
       atomic_fetch_or_explicit(&t->control, CTL_EXITED, memory_order_acq_rel);
   if (old & CTL_WAITER)
-    make_runnable(w, t->joiner);
+    ready_joiner(w, t->joiner);
   else if (old & CTL_DETACHED)
     desc_release(w, t);
   if (kind == THREAD_USER)

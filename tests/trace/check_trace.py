@@ -13,9 +13,10 @@ What it asserts: the file is one JSON object with a traceEvents list and
 names every worker's track; per worker, spawn events equal the spawn
 counter, steal events the successful steals, park events (other than
 swarm_finalize's own) the park counter, sleep slices at least the sleeps
-counted (but one still in progress at exit), run slices at least the threads run; run slices on a worker never
-overlap; every spawned child runs; parks name join, mutex, cond, sleep and
-yield; readies carry reasons; the trailer's event count is the events'.
+counted (but one still in progress at exit), run slices at least the
+threads run; run slices on a worker never overlap; every spawned child
+runs; parks name join, mutex, cond, sleep and yield, and readies join,
+mutex, cond and sleep; the trailer's event count is the events'.
 """
 import argparse
 import collections
@@ -130,7 +131,10 @@ def check(doc, stats, buffer):
     for want in ("join", "mutex", "cond", "sleep", "yield"):
         if reasons[want] == 0:
             fail(f"no park with reason {want}: {dict(reasons)}")
-    if sum(ready_reasons.values()) == 0 or set(ready_reasons) - set(reasons):
+    for want in ("join", "mutex", "cond", "sleep"):
+        if ready_reasons[want] == 0:
+            fail(f"no ready with reason {want}: {dict(ready_reasons)}")
+    if set(ready_reasons) - set(reasons):
         fail(f"ready reasons {dict(ready_reasons)} vs park reasons {dict(reasons)}")
     if buffer and len(real) < 4 * buffer * nworkers:
         fail(f"only {len(real)} events with {buffer}-record buffers: "
