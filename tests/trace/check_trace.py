@@ -3,6 +3,7 @@
 the file against the scheduler's own counters.
 
 Usage: check_trace.py WORKLOAD MODE [--buffer N] [--swarm-trace TOOL]
+                      [--emulator "qemu-aarch64 -L SYSROOT"]
   MODE: finalize | exit (how the workload ends; see trace_workload.c)
   --buffer N: SWARM_TRACE_BUFFER=N, so buffers fill and are written while
               the program runs; the checks then prove nothing was lost
@@ -38,6 +39,7 @@ def main():
     ap.add_argument("mode", choices=["finalize", "exit"])
     ap.add_argument("--buffer", type=int)
     ap.add_argument("--swarm-trace")
+    ap.add_argument("--emulator", help="run the workload under this (qemu)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as td:
         path = os.path.join(td, "out.json")
@@ -45,8 +47,9 @@ def main():
         env.pop("SWARM_WORKERS", None)
         if a.buffer:
             env["SWARM_TRACE_BUFFER"] = str(a.buffer)
-        r = subprocess.run([a.workload, a.mode], env=env, capture_output=True,
-                           text=True, timeout=240)
+        cmd = (a.emulator.split() if a.emulator else []) + [a.workload, a.mode]
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                           timeout=500)
         sys.stderr.write(r.stderr)
         if r.returncode != 0:
             fail(f"workload exited {r.returncode}")
