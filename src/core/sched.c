@@ -95,6 +95,15 @@ swarm_worker_current_slow(void) {
   return swarm_tls_worker;
 }
 
+/* Clears the calling kernel thread's swarm_tls_worker. Its own function for
+ * the reason worker_current is: code after a switch must not write through a
+ * thread pointer read before it (aarch64 may read tpidr_el0 once at a
+ * function's start; swarm_finalize then cleared the TLS of the worker main
+ * had run on, not of the one it returned to — test_finalize, qemu-aarch64). */
+static __attribute__((noinline, noipa)) void tls_worker_clear(void) {
+  swarm_tls_worker = NULL;
+}
+
 /* ---- counters ---- */
 
 static inline void counter_inc(_Atomic uint64_t *c) {
@@ -1094,7 +1103,7 @@ int swarm_finalize(void) {
   for (int i = 1; i < swarm_rt.nworkers; i++)
     pthread_join(swarm_rt.workers[i].kthread, NULL);
   trace_stop();
-  swarm_tls_worker = NULL;
+  tls_worker_clear();
   os_altstack_release(w->altstack);
   w->altstack = NULL;
   stack_release(NULL, w->sched_stack);
