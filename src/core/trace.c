@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/core.h"
@@ -571,7 +572,11 @@ bool trace_start(const struct trace_steps *plain,
     return false;
   }
   trace_file.fd = fd;
-  trace_file.spill_fd = spill_open(path);
+  /* A pipe or a device (/dev/stdout, a FIFO) gets its JSON as buffers
+   * fill: there is no directory to spill into, and a reader may be waiting */
+  struct stat st;
+  trace_file.spill_fd =
+      fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? spill_open(path) : -1;
   trace_file.closed = false;
   trace_file.written = 0;
   trace_file.len = 0;

@@ -2,11 +2,13 @@
 """tests/trace/check_trace.py — runs trace_workload with SWARM_TRACE and checks
 the file against the scheduler's own counters.
 
-Usage: check_trace.py WORKLOAD MODE [--buffer N] [--swarm-trace TOOL]
+Usage: check_trace.py WORKLOAD MODE [--buffer N] [--fifo] [--swarm-trace TOOL]
                       [--emulator "qemu-aarch64 -L SYSROOT"]
   MODE: finalize | exit (how the workload ends; see trace_workload.c)
   --buffer N: SWARM_TRACE_BUFFER=N, so buffers fill and are written while
               the program runs; the checks then prove nothing was lost
+  --fifo:     trace into a FIFO: no spill file, full buffers are formatted
+              into it as they fill
   --swarm-trace TOOL: also run tools/swarm-trace on the file and check its
               summary and that it wrote a PNG
 
@@ -26,6 +28,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 
 
 def fail(msg):
@@ -40,6 +43,9 @@ def main():
     ap.add_argument("--buffer", type=int)
     ap.add_argument("--swarm-trace")
     ap.add_argument("--emulator", help="run the workload under this (qemu)")
+    ap.add_argument("--fifo", action="store_true",
+                    help="trace into a FIFO (not a regular file: no spill "
+                         "file, buffers are formatted as they fill)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as td:
         path = os.path.join(td, "out.json")
@@ -47,6 +53,12 @@ def main():
         env.pop("SWARM_WORKERS", None)
         if a.buffer:
             env["SWARM_TRACE_BUFFER"] = str(a.buffer)
+        received = []
+        if a.fifo:
+            os.mkfifo(path)
+            reader = threading.Thread(
+                target=lambda: received.append(open(path).read()))
+            reader.start()
         cmd = (a.emulator.split() if a.emulator else []) + [a.workload, a.mode]
         r = subprocess.run(cmd, env=env, capture_output=True, text=True,
                            timeout=500)
@@ -54,8 +66,14 @@ def main():
         if r.returncode != 0:
             fail(f"workload exited {r.returncode}")
         stats = json.loads(r.stdout.strip().splitlines()[-1])["workers"]
-        with open(path) as f:
-            text = f.read()
+        if a.fifo:
+            reader.join(60)
+            if not received:
+                fail("nothing came through the FIFO")
+            text = received[0]
+        else:
+            with open(path) as f:
+                text = f.read()
         try:
             doc = json.loads(text)
         except json.JSONDecodeError as e:
