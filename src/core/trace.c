@@ -127,8 +127,11 @@ static inline uint64_t ticks_to_ns(uint64_t ticks) {
                     clock_map.ns_per_tick);
 }
 
-static inline uint64_t ticks_to_ns_dur(uint64_t ticks) {
-  return (uint64_t)((double)ticks * clock_map.ns_per_tick);
+/* A slice's duration as the difference of its converted ends, so that a
+ * slice that starts where the previous one ended (the same tick) starts
+ * exactly at its end after rounding: Perfetto nests overlapping slices. */
+static inline uint64_t ticks_to_ns_dur(uint64_t start, uint64_t ticks) {
+  return ticks_to_ns(start + ticks) - ticks_to_ns(start);
 }
 
 /* ---- output (under lock) ---- */
@@ -266,14 +269,14 @@ static char *format_rec(char *p, int worker, const struct trace_rec *r) {
   case TR_RUN:
     p = EVENT(p, "X", "run", worker, ticks_to_ns(r->ts));
     p = PUT_LIT(p, ",\"dur\":");
-    p = put_us(p, ticks_to_ns_dur(r->b));
+    p = put_us(p, ticks_to_ns_dur(r->ts, r->b));
     p = PUT_LIT(p, ",\"args\":{\"thread\":");
     p = put_thread(p, r->a);
     return PUT_LIT(p, "}}");
   case TR_SLEEP:
     p = EVENT(p, "X", "sleep", worker, ticks_to_ns(r->ts));
     p = PUT_LIT(p, ",\"dur\":");
-    p = put_us(p, ticks_to_ns_dur(r->b));
+    p = put_us(p, ticks_to_ns_dur(r->ts, r->b));
     return PUT_LIT(p, "}");
   case TR_SPAWN:
     p = EVENT(p, "i", "spawn", worker, ticks_to_ns(r->ts));
