@@ -20,7 +20,7 @@ static inline double *swarm_bench_run(const char *prog,
                                       const bench_args_t *args,
                                       void (*rep)(void *ctx), void *ctx,
                                       int *workers, long *minflt) {
-  double *times = calloc((size_t)args->reps, sizeof(double));
+  double *times = (double *)calloc((size_t)args->reps, sizeof(double));
   if (!times) {
     fprintf(stderr, "%s: out of memory for %d repetitions\n", prog,
             args->reps);

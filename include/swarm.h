@@ -53,7 +53,10 @@
 #include <stdint.h>
 
 #ifdef __cplusplus
+#define SWARM_NORETURN [[noreturn]]
 extern "C" {
+#else
+#define SWARM_NORETURN _Noreturn
 #endif
 
 /* The library is built with hidden visibility; what this header declares is
@@ -152,7 +155,7 @@ void swarm_yield(void);
  * keeps the process alive until every other thread has exited, then the
  * process exits with status 0, as pthread_exit in main does. Called from a
  * kernel thread that is not a swarm thread, it writes a message and aborts. */
-_Noreturn void swarm_exit(void *result);
+SWARM_NORETURN void swarm_exit(void *result);
 
 /* The calling thread's handle. On a kernel thread that is not a worker it
  * names that kernel thread (it cannot be joined). Starts the runtime. */

@@ -33,7 +33,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SYSTEMS = ["serial", "swarm", "omp", "tbb", "pthread", "go"]
+SYSTEMS = ["serial", "swarm", "swarm-cxx", "omp", "tbb", "pthread", "go"]
 WORKLOADS = ["fib", "btc", "uts", "nqueens"]
 
 T1 = ["-t", "1", "-a", "3", "-d", "10", "-b", "4", "-r", "19"]
@@ -70,6 +70,8 @@ def log(msg):
 def program(build, workload, system):
     if system == "swarm":
         return os.path.join(build, "bench", workload)
+    if system == "swarm-cxx":  # include/swarm.hpp: fib and uts only
+        return os.path.join(build, "bench", f"cxx_{workload}")
     return os.path.join(build, "bench", "peers", f"{workload}-{system}")
 
 

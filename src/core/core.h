@@ -89,6 +89,7 @@ struct swarm_thread {
   struct stack_ref stack;      /* THREAD_USER: from the pool */
   uint32_t index;              /* slot in the handle table */
   uint8_t kind;                /* enum thread_kind */
+  uint8_t park_reason;         /* enum swarm_park_reason of its last park */
   int16_t pinned_worker;       /* -1, or the only worker that may run it */
   _Atomic uint32_t wake_word;  /* THREAD_EXTERNAL: futex for park */
   int saved_errno;             /* errno while switched out */
@@ -162,6 +163,14 @@ struct worker {
   void *sched_sp;   /* the scheduler context, while a thread runs */
   uint64_t rng;
   int id;
+  /* The hot path's switch steps, chosen once by trace_start (trace.h):
+   * plain ones when SWARM_TRACE is off, traced twins when on. Loading one
+   * from the worker costs what the lea of a constant address did, so
+   * tracing off adds no instruction to spawn, exit or park. */
+  void *(*after_spawn)(void *); /* push the parent (after_push_parent) */
+  void *(*after_exit)(void *);  /* release the dead stack */
+  void *(*after_park)(void *);  /* run the park commit */
+  struct trace_buf *trace;      /* NULL when tracing is off */
   struct worker_stats stats;
   _Atomic uint64_t stat_spawned_pub; /* published copies for quiescence */
   _Atomic uint64_t stat_exited_pub;
@@ -201,6 +210,7 @@ struct runtime {
   _Atomic bool main_exited;
   _Atomic uint32_t external_rr;       /* round robin for external spawns */
   pthread_mutex_t lifecycle_lock;     /* init / finalize */
+  void *(*after_main_exit)(void *);   /* NULL, or its traced step (trace.h) */
 };
 
 extern struct runtime swarm_rt;
@@ -227,12 +237,38 @@ static inline struct worker *worker_current(void) {
 
 /* ---- park / ready: the one way to block and to wake ---- */
 typedef bool (*swarm_commit_fn)(struct swarm_thread *self, void *arg);
-void swarm_park(swarm_commit_fn commit, void *arg);
-void swarm_ready(struct swarm_thread *t);
 /* The calling thread's descriptor (a worker's current thread, or the
  * external descriptor of a kernel thread). Starts nothing; NULL only when
  * memory for an external descriptor cannot be had. */
 struct swarm_thread *swarm_current_thread(void);
+void swarm_park(swarm_commit_fn commit, void *arg);
+/* Why a thread parks: recorded in the trace (SWARM_TRACE) with its park and
+ * its ready. Layers park through swarm_park_why; plain swarm_park says
+ * SWARM_PARK_OTHER. Add a reason at the end and its name in trace.c. */
+enum swarm_park_reason {
+  SWARM_PARK_OTHER = 0,
+  SWARM_PARK_JOIN,
+  SWARM_PARK_MUTEX,
+  SWARM_PARK_COND,
+  SWARM_PARK_RWLOCK,
+  SWARM_PARK_SEM,
+  SWARM_PARK_BARRIER,
+  SWARM_PARK_ONCE,
+  SWARM_PARK_SLEEP,
+  SWARM_PARK_IO,
+  SWARM_PARK_YIELD,
+  SWARM_PARK_REMOTE, /* dist: a remote join or migration */
+  SWARM_PARK_FINALIZE,
+  SWARM_PARK_REASONS
+};
+static inline void swarm_park_why(swarm_commit_fn commit, void *arg,
+                                  enum swarm_park_reason why) {
+  struct swarm_thread *self = swarm_current_thread();
+  if (self)
+    self->park_reason = (uint8_t)why;
+  swarm_park(commit, arg);
+}
+void swarm_ready(struct swarm_thread *t);
 
 /* ---- timers (timer.c) ---- */
 /* Starts t: at deadline_ns (CLOCK_MONOTONIC) fire(t) runs on the worker

@@ -73,6 +73,7 @@
 
 #include "arch/context.h"
 #include "core/core.h"
+#include "core/trace.h"
 #include "os/os.h"
 
 #ifdef SWARM_ASAN
@@ -92,6 +93,15 @@ static __thread struct swarm_thread *tls_external;
 __attribute__((noinline, noipa)) struct worker *
 swarm_worker_current_slow(void) {
   return swarm_tls_worker;
+}
+
+/* Clears the calling kernel thread's swarm_tls_worker. Its own function for
+ * the reason worker_current is: code after a switch must not write through a
+ * thread pointer read before it (aarch64 may read tpidr_el0 once at a
+ * function's start; swarm_finalize then cleared the TLS of the worker main
+ * had run on, not of the one it returned to — test_finalize, qemu-aarch64). */
+static __attribute__((noinline, noipa)) void tls_worker_clear(void) {
+  swarm_tls_worker = NULL;
 }
 
 /* ---- counters ---- */
@@ -337,6 +347,38 @@ static void *after_release_stack(void *arg) {
   return w;
 }
 
+/* Traced twins of the three, chosen by trace_start (trace.h): the switch
+ * closes the old run slice and opens the new one, then the plain step. */
+static void *after_push_parent_traced(void *arg) {
+  struct worker *w = arg;
+  uint64_t now = trace_now();
+  trace_put(w->trace, TR_SPAWN, now, trace_id(w->handoff), trace_id(w->current),
+            0);
+  trace_switch_at(w->trace, now, w->current);
+  return after_push_parent(arg);
+}
+
+static void *after_park_traced(void *arg) {
+  struct worker *w = arg; /* the parked thread is not ours after commit */
+  uint64_t now = trace_now();
+  trace_put(w->trace, TR_PARK, now, trace_id(w->handoff), 0,
+            w->handoff->park_reason);
+  trace_switch_at(w->trace, now, w->current);
+  return after_park(arg);
+}
+
+static void *after_release_stack_traced(void *arg) {
+  struct worker *w = arg;
+  trace_switch(w->trace, w->current);
+  return after_release_stack(arg);
+}
+
+static void *after_main_exit_traced(void *arg) {
+  struct worker *w = arg;
+  trace_switch(w->trace, w->current);
+  return w;
+}
+
 /* ---- thread start and exit ---- */
 
 _Noreturn static void thread_finish(struct swarm_thread *t, void *result);
@@ -367,6 +409,15 @@ static bool all_threads_exited(void) {
 
 void (*swarm_thread_exit_hook)(struct swarm_thread *self);
 
+/* The exiting thread's joiner is parked on it: make it runnable. Out of
+ * line, so that its trace point does not weigh on thread_finish's fast
+ * path (the joiner usually finds the thread exited and never parks). */
+static __attribute__((noinline)) void ready_joiner(struct worker *w,
+                                                   struct swarm_thread *j) {
+  TRACE_READY(w, j);
+  make_runnable(w, j);
+}
+
 _Noreturn static void thread_finish(struct swarm_thread *t, void *result) {
   /* Upper layers' exit work first: it may block, so the worker is read
    * only afterwards. A thread with nothing in its slots pays one test. */
@@ -385,17 +436,17 @@ _Noreturn static void thread_finish(struct swarm_thread *t, void *result) {
   uint64_t old =
       atomic_fetch_or_explicit(&t->control, CTL_EXITED, memory_order_acq_rel);
   if (old & CTL_WAITER)
-    make_runnable(w, t->joiner);
+    ready_joiner(w, t->joiner);
   else if (old & CTL_DETACHED)
     desc_release(w, t);
   if (kind == THREAD_USER)
     counter_inc(&w->stat_exited_pub);
   struct swarm_thread *next = local_next(w);
-  if (kind == THREAD_USER) {
+  if (likely(kind == THREAD_USER)) {
     w->dead_stack = dead;
-    resume_next(w, next, after_release_stack);
+    resume_next(w, next, w->after_exit);
   }
-  resume_next(w, next, NULL);
+  resume_next(w, next, swarm_rt.after_main_exit);
 }
 
 _Noreturn void swarm_exit(void *result) {
@@ -477,7 +528,7 @@ static inline __attribute__((always_inline)) int spawn_here(struct worker *w, sw
   __sanitizer_start_switch_fiber(&fake, t->stack.lo, t->stack.size);
 #endif
   w = swarm_arch_start(&parent->sp, t->stack.lo + t->stack.size, thread_entry,
-                       after_push_parent, w);
+                       w->after_spawn, w);
 #ifdef SWARM_ASAN
   __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
@@ -589,12 +640,13 @@ void swarm_park(swarm_commit_fn commit, void *arg) {
   w->handoff = self;
   w->stats.parks++;
   self->saved_errno = *os_errno_location();
-  switch_to(w, &self->sp, local_next(w), after_park);
+  switch_to(w, &self->sp, local_next(w), w->after_park);
   *os_errno_location() = self->saved_errno;
 }
 
 void swarm_ready(struct swarm_thread *t) {
   struct worker *w = worker_current();
+  TRACE_READY(w, t);
   if (w || t->kind == THREAD_EXTERNAL) {
     make_runnable(w, t);
     return;
@@ -629,7 +681,7 @@ void swarm_yield(void) {
   /* Nothing else runnable here: yielding would only come straight back. */
   if (deque_size(&w->deque) == 0 && queue_count(&w->queue) == 0)
     return;
-  swarm_park(commit_requeue, NULL);
+  swarm_park_why(commit_requeue, NULL, SWARM_PARK_YIELD);
 }
 
 /* ---- the scheduler loop ---- */
@@ -655,6 +707,7 @@ static struct swarm_thread *steal_round(struct worker *w) {
       item = deque_steal(&victim->deque);
     if (item && item != DEQUE_ABORT) {
       w->stats.steals_ok++;
+      TRACE_STEAL(w, item, v);
       /* More where that came from: let another idle worker have it. */
       if (deque_size(&victim->deque) > 0)
         wake_if_idle(w);
@@ -663,6 +716,7 @@ static struct swarm_thread *steal_round(struct worker *w) {
     struct swarm_thread *t = ready_queue_pop(&victim->queue, true);
     if (t) {
       w->stats.steals_ok++;
+      TRACE_STEAL(w, t, v);
       return t;
     }
   }
@@ -710,6 +764,7 @@ static void worker_sleep(struct worker *w, int64_t timeout_ns) {
           RT_RUNNING &&
       !atomic_load_explicit(&swarm_rt.finalize_waiter, memory_order_acquire)) {
     w->stats.sleeps++;
+    TRACE_SLEEP_BEGIN(w);
     /* Sleep no longer than the earliest timer of ours. */
     uint64_t e = timers_earliest(w);
     if (e != UINT64_MAX) {
@@ -720,6 +775,7 @@ static void worker_sleep(struct worker *w, int64_t timeout_ns) {
     }
     if (timeout_ns > 0)
       os_futex_wait(&w->sleep_word, seq, timeout_ns);
+    TRACE_SLEEP_END(w);
   }
   uint32_t one = 1;
   if (atomic_compare_exchange_strong_explicit(&w->sleeping, &one, 0,
@@ -739,6 +795,7 @@ static void sched_loop(struct worker *w) {
     if (t) {
       spins = 0;
       backoff = SLEEP_MIN_NS;
+      TRACE_SWITCH(w, t);
       w = switch_to(w, &w->sched_sp, t, NULL);
       continue;
     }
@@ -929,6 +986,13 @@ int swarm_init(const swarm_config_t *config) {
   swarm_rt.init_kthread = pthread_self();
   w0->kthread = pthread_self();
   w0->current = main_t;
+  static const struct trace_steps plain = {after_push_parent,
+                                           after_release_stack, after_park},
+                                  traced = {after_push_parent_traced,
+                                            after_release_stack_traced,
+                                            after_park_traced};
+  swarm_rt.after_main_exit =
+      trace_start(&plain, &traced) ? after_main_exit_traced : NULL;
   w0->altstack = os_altstack_install();
   w0->sched_sp = swarm_arch_prepare(w0->sched_stack.lo + w0->sched_stack.size,
                                     sched_entry);
@@ -946,6 +1010,7 @@ int swarm_init(const swarm_config_t *config) {
         worker_wake_if_sleeping(&swarm_rt.workers[j]);
         pthread_join(swarm_rt.workers[j].kthread, NULL);
       }
+      trace_stop();
       swarm_tls_worker = NULL;
       os_altstack_release(w0->altstack);
       stack_release(NULL, w0->sched_stack);
@@ -1020,9 +1085,9 @@ int swarm_finalize(void) {
    * stay there: after this we are that kernel thread again. */
   self->pinned_worker = 0;
   if (w->id != 0)
-    swarm_park(commit_requeue, NULL);
+    swarm_park_why(commit_requeue, NULL, SWARM_PARK_FINALIZE);
   /* Wait until every other thread has exited (an idle worker readies us). */
-  swarm_park(commit_finalize_wait, NULL);
+  swarm_park_why(commit_finalize_wait, NULL, SWARM_PARK_FINALIZE);
   w = worker_current();
   if (swarm_rt.print_stats) { /* SWARM_STATS: this run's counters, now */
     swarm_stats_print();
@@ -1040,7 +1105,8 @@ int swarm_finalize(void) {
   }
   for (int i = 1; i < swarm_rt.nworkers; i++)
     pthread_join(swarm_rt.workers[i].kthread, NULL);
-  swarm_tls_worker = NULL;
+  trace_stop();
+  tls_worker_clear();
   os_altstack_release(w->altstack);
   w->altstack = NULL;
   stack_release(NULL, w->sched_stack);

@@ -59,6 +59,7 @@ int swarm_barrier_wait(swarm_barrier_t *b) {
   struct sync_waiter w;
   sync_waiter_init(&w, sync_self(), &b->lock_, sync_queue_of(&b->head_), b,
                    NULL);
+  w.reason = SWARM_PARK_BARRIER;
   sync_queue_push(sync_queue_of(&b->head_), &w);
   sync_wait_park(&w);
   return 0;

@@ -57,6 +57,7 @@ int sync_cond_wait_x(swarm_cond_t *c, swarm_mutex_t *m, int clock,
   }
   struct sync_waiter w;
   sync_waiter_init(&w, self, &c->lock_, sync_queue_of(&c->head_), c, NULL);
+  w.reason = SWARM_PARK_COND;
   w.deadline_ns = deadline;
   w.interruptible = interruptible;
   sync_wait_begin(&w);

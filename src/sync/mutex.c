@@ -228,6 +228,7 @@ static int mutex_lock_slow(swarm_mutex_t *m, struct swarm_thread *self,
     awoke = false;
     sync_waiter_init(&w, self, &m->lock_, sync_queue_of(&m->head_), m,
                      mutex_removed);
+    w.reason = SWARM_PARK_MUTEX;
     w.deadline_ns = deadline_ns;
     struct sync_queue *q = sync_queue_of(&m->head_);
     if (requeue && q->head) {

@@ -72,6 +72,7 @@ int swarm_once(swarm_once_t *once, void (*fn)(void)) {
     struct once_bucket *b = bucket_of(once);
     struct sync_waiter w;
     sync_waiter_init(&w, sync_self(), &b->lock, &b->queue, NULL, NULL);
+    w.reason = SWARM_PARK_ONCE;
     w.tag = (uintptr_t)once;
     sync_spin_lock(&b->lock);
     if (atomic_load_explicit(word, memory_order_acquire) != ONCE_RUNNING) {

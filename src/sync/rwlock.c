@@ -139,6 +139,7 @@ static int rw_lock(swarm_rwlock_t *rw, bool writer, bool try, int clock,
   struct sync_waiter w;
   sync_waiter_init(&w, self, &rw->lock_, sync_queue_of(&rw->head_), rw,
                    rw_removed);
+  w.reason = SWARM_PARK_RWLOCK;
   w.tag = writer ? TAG_WRITER : TAG_READER;
   w.deadline_ns = deadline;
   if (writer)

@@ -45,6 +45,7 @@ int sync_sem_wait_x(swarm_sem_t *s, uint64_t deadline_ns, bool interruptible) {
     return ECANCELED;
   struct sync_waiter w;
   sync_waiter_init(&w, self, &s->lock_, sync_queue_of(&s->head_), s, NULL);
+  w.reason = SWARM_PARK_SEM;
   w.deadline_ns = deadline_ns;
   w.interruptible = interruptible;
   sync_wait_begin(&w);

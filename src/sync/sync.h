@@ -100,6 +100,7 @@ struct sync_waiter {
   int queued;
   bool interruptible;
   bool timer_armed;
+  uint8_t reason; /* enum swarm_park_reason, for the trace; 0: other */
   _Atomic int timer_done;
   struct swarm_timer timer;
 };

@@ -189,7 +189,7 @@ int sync_wait_park(struct sync_waiter *w) {
     wait_external_timed(w);
     return w->result;
   }
-  swarm_park(commit_wait, w);
+  swarm_park_why(commit_wait, w, w->reason);
   if (w->timer_armed && !swarm_timer_cancel(&w->timer)) {
     /* The callback was taken from the heap: it runs or ran; it touches w
      * until it sets timer_done. It never blocks, so this wait is short. */
@@ -366,6 +366,7 @@ int sync_sleep_until(uint64_t deadline_ns, bool interruptible) {
   struct sync_queue q = {NULL, NULL};
   struct sync_waiter w;
   sync_waiter_init(&w, sync_self(), &lock, &q, NULL, NULL);
+  w.reason = SWARM_PARK_SLEEP;
   w.interruptible = interruptible;
   w.deadline_ns = deadline_ns ? deadline_ns : 1;
   sync_wait_begin(&w);
