@@ -5,15 +5,25 @@
 #                   (mpicc/mpirun, tools/deps/mpi.txt) is missing
 #   make bench-cio  sweep build/bench/cio: hpio and contig, read and write,
 #                   P = 2, 4, cb 1..64 MiB, warm and cold, vs Open MPI's
-#                   romio321 and ompio; JSON lines to $(CIO_RESULTS)
-DEPS_GROUPS += mpi
+#                   romio321 and ompio, and (build/bench/cio-mpich under
+#                   mpirun.mpich, when MPICH is installed) MPICH's ROMIO;
+#                   JSON lines to $(CIO_RESULTS), then a summary table
+#                   (tools/cio_summary.py). Each point is one run of
+#                   $(CIO_REPS) alternating repetitions per implementation.
+DEPS_GROUPS += mpi mpich
 EXTRA_TESTS += test-cio
 
 CIO_PER_RANK ?= 64M
 CIO_RANKS    ?= 2 4
 CIO_CBS      ?= 1M 4M 16M 64M
+CIO_PATTERNS ?= hpio contig
+CIO_OPS      ?= read write
+CIO_CACHES   ?= warm cold
+CIO_IMPLS    ?= romio ompio mpich-romio
+CIO_REPS     ?= 3
 CIO_RESULTS  ?= $(BUILD)/bench/cio-results.jsonl
 CIO_MPIRUN   ?= mpirun --allow-run-as-root --oversubscribe
+CIO_MPIRUN_MPICH ?= mpirun.mpich
 
 .PHONY: test-cio bench-cio
 
@@ -30,11 +40,16 @@ test-cio:
 bench-cio: build
 	@command -v mpirun >/dev/null 2>&1 || { echo "bench-cio: mpirun not found; 'make deps'"; exit 1; }
 	@[ -x $(BUILD)/bench/cio ] || { echo "bench-cio: $(BUILD)/bench/cio not built (MPI missing at configure?)"; exit 1; }
-	@: > $(CIO_RESULTS); \
-	for p in $(CIO_RANKS); do for pat in hpio contig; do for op in read write; do \
-	  for cb in $(CIO_CBS); do for cache in warm cold; do for io in romio ompio; do \
+	@: > $(CIO_RESULTS); start=$$(date +%s); \
+	for p in $(CIO_RANKS); do for pat in $(CIO_PATTERNS); do for op in $(CIO_OPS); do \
+	  for cb in $(CIO_CBS); do for cache in $(CIO_CACHES); do for io in $(CIO_IMPLS); do \
 	    c=""; [ $$cache = cold ] && c=--cold; \
-	    $(CIO_MPIRUN) -n $$p $(BUILD)/bench/cio --pattern $$pat --op $$op --cb $$cb \
-	      --per-rank $(CIO_PER_RANK) --mpiio $$io $$c | tee -a $(CIO_RESULTS) || exit 1; \
+	    if [ $$io = mpich-romio ]; then \
+	      if [ ! -x $(BUILD)/bench/cio-mpich ]; then echo "bench-cio: no $(BUILD)/bench/cio-mpich (MPICH missing), skipping mpich-romio" >&2; continue; fi; \
+	      run="$(CIO_MPIRUN_MPICH) -n $$p $(BUILD)/bench/cio-mpich"; \
+	    else run="$(CIO_MPIRUN) -n $$p $(BUILD)/bench/cio"; fi; \
+	    $$run --pattern $$pat --op $$op --cb $$cb --per-rank $(CIO_PER_RANK) \
+	      --reps $(CIO_REPS) --mpiio $$io $$c | tee -a $(CIO_RESULTS) || exit 1; \
 	  done; done; done; done; done; done; \
-	echo "bench-cio: results in $(CIO_RESULTS)"
+	echo "bench-cio: $$(( $$(date +%s) - start )) s, results in $(CIO_RESULTS)"; \
+	python3 tools/cio_summary.py $(CIO_RESULTS)

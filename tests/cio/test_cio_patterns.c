@@ -264,8 +264,14 @@ int main(int argc, char **argv) {
    * kernel thread that initialised MPI and nothing in it blocks in swarm. */
   swarm_config_t cfg = {.workers = 1};
   CHECK(swarm_init(&cfg) == 0, "swarm_init");
+  /* MPICH's datatype engine (MPI_Pack/Unpack, ROMIO) needs more than the
+   * default 128 KiB swarm stack; Open MPI's does not. */
+  swarm_attr_t attr;
+  swarm_attr_init(&attr);
+  swarm_attr_setstacksize(&attr, 1 << 20);
   swarm_thread_t th;
-  CHECK(swarm_spawn(&th, NULL, suite, NULL) == 0, "spawn");
+  CHECK(swarm_spawn(&th, &attr, suite, NULL) == 0, "spawn");
+  swarm_attr_destroy(&attr);
   swarm_join(th, NULL);
   swarm_finalize();
   if (rank == 0) {
