@@ -4,7 +4,7 @@
  *
  *   mpirun -n P build/bench/cio [--pattern hpio|contig] [--op read|write]
  *       [--cb SIZE] [--per-rank SIZE] [--depth D] [--cold] [--reps N]
- *       [--mpiio romio|ompio] [--file PATH]
+ *       [--mpiio romio|ompio] [--file PATH] [--exchange shm|msg]
  *   mpirun.mpich -n P build/bench/cio-mpich ...   (same flags; --mpiio is
  *       MPICH's ROMIO, printed as "mpich-romio", swarm as "swarm-mpich")
  *
@@ -16,8 +16,11 @@
  * (fsync + posix_fadvise DONTNEED on every rank) before every timed call.
  * The time is from a barrier before the call to a barrier after it; each
  * implementation runs --reps times (alternating) and the median is printed,
- * as one JSON line per implementation. `identical` is true when swarm's
- * bytes equal MPI-IO's (the MPI line is the reference).
+ * as one JSON line per implementation, with `cpu_s`, the median CPU
+ * seconds (user + system, every thread) summed over the ranks: on a shared,
+ * oversubscribed machine the work done is steadier than the time taken.
+ * `identical` is true when swarm's bytes equal MPI-IO's (the MPI line is the
+ * reference).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,6 +65,14 @@ static double now(void) {
   return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
+/* CPU seconds of this process, every thread (the I/O thread included). */
+static double cpu_now(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec +
+         (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
 static void drop_cache(const char *path) {
   int fd = open(path, O_RDWR);
   if (fd >= 0) {
@@ -79,7 +91,7 @@ static int cmp_double(const void *a, const void *b) {
 int main(int argc, char **argv) {
   const char *pattern = "hpio", *op = "read", *mpiio = "romio", *file = NULL;
   int64_t cb = 16 << 20, per_rank = 64 << 20;
-  int depth = 4, cold = 0, reps = 3;
+  int depth = 4, cold = 0, reps = 3, shm = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--cold")) {
@@ -105,6 +117,9 @@ int main(int argc, char **argv) {
       depth = atoi(v);
     else if (!strcmp(a, "--reps"))
       reps = atoi(v);
+    else if (!strcmp(a, "--exchange") &&
+             (!strcmp(v, "shm") || !strcmp(v, "msg")))
+      shm = !strcmp(v, "shm");
     else
       goto usage;
   }
@@ -168,6 +183,7 @@ int main(int argc, char **argv) {
   MPI_Info_set(info, "romio_cb_read", "enable");
   MPI_Info_set(info, "romio_cb_write", "enable");
   MPI_Info_set(info, "swarm_cio_depth", ds);
+  MPI_Info_set(info, "swarm_cio_shm", shm ? "1" : "0");
 
   /* the data: every byte of the file is some rank's */
   char *data = malloc((size_t)per_rank), *got = malloc((size_t)per_rank);
@@ -191,7 +207,9 @@ int main(int argc, char **argv) {
   MPI_Barrier(MPI_COMM_WORLD);
 
   double *tm = calloc((size_t)reps, sizeof *tm),
-         *ts = calloc((size_t)reps, sizeof *ts);
+         *ts = calloc((size_t)reps, sizeof *ts),
+         *cm = calloc((size_t)reps, sizeof *cm),
+         *cs = calloc((size_t)reps, sizeof *cs);
   int identical = 1;
   for (int r = 0; r < reps; r++) {
     for (int impl = 0; impl < 2; impl++) { /* 0: MPI-IO, 1: swarm */
@@ -204,7 +222,7 @@ int main(int argc, char **argv) {
       if (!is_write)
         memset(buf, 0, (size_t)per_rank);
       MPI_Barrier(MPI_COMM_WORLD);
-      double t0 = now();
+      double t0 = now(), c0 = cpu_now();
       int rc;
       if (impl == 0) {
         MPI_File f;
@@ -237,10 +255,12 @@ int main(int argc, char **argv) {
           fprintf(stderr, "swarm_cio: %s\n", swarm_cio_errmsg());
       }
       MPI_Barrier(MPI_COMM_WORLD);
-      double t = now() - t0;
+      double t = now() - t0, cpu = cpu_now() - c0, cpu_all = 0;
+      MPI_Reduce(&cpu, &cpu_all, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
       if (rc != MPI_SUCCESS)
         die(impl ? "swarm collective I/O failed" : "MPI-IO failed");
       (impl ? ts : tm)[r] = t;
+      (impl ? cs : cm)[r] = cpu_all;
       if (is_write) { /* this rank's share of the file, as written */
         if (pread(fd, buf, (size_t)per_rank, rank * per_rank) != per_rank)
           die("pread of the written file failed");
@@ -254,24 +274,29 @@ int main(int argc, char **argv) {
   MPI_Allreduce(&identical, &all_ident, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   qsort(tm, (size_t)reps, sizeof *tm, cmp_double);
   qsort(ts, (size_t)reps, sizeof *ts, cmp_double);
+  qsort(cm, (size_t)reps, sizeof *cm, cmp_double);
+  qsort(cs, (size_t)reps, sizeof *cs, cmp_double);
   if (rank == 0) {
     double mib = (double)total / (1 << 20);
     int64_t dom = total / P, slot = (cb + depth - 1) / depth;
     printf("{\"impl\":\"%s\",\"op\":\"%s\",\"pattern\":\"%s\",\"ranks\":%d,"
            "\"cb_buffer_size\":%lld,\"cycles\":%lld,\"per_rank\":%lld,"
            "\"cold\":%s,\"reps\":%d,\"seconds\":%.4f,\"mib_per_s\":%.1f,"
-           "\"identical\":true}\n",
+           "\"cpu_s\":%.4f,\"identical\":true}\n",
            mpiio, op, pattern, P, (long long)cb,
            (long long)((dom + cb - 1) / cb), (long long)per_rank,
-           cold ? "true" : "false", reps, tm[reps / 2], mib / tm[reps / 2]);
+           cold ? "true" : "false", reps, tm[reps / 2], mib / tm[reps / 2],
+           cm[reps / 2]);
     printf("{\"impl\":\"%s\",\"op\":\"%s\",\"pattern\":\"%s\",\"ranks\":%d,"
            "\"cb_buffer_size\":%lld,\"depth\":%d,\"cycles\":%lld,"
            "\"per_rank\":%lld,\"cold\":%s,\"reps\":%d,\"seconds\":%.4f,"
-           "\"mib_per_s\":%.1f,\"identical\":%s,\"vs\":\"%s\"}\n",
+           "\"mib_per_s\":%.1f,\"cpu_s\":%.4f,\"identical\":%s,\"vs\":\"%s\","
+           "\"exchange\":\"%s\"}\n",
            swarm_impl, op, pattern, P, (long long)cb, depth,
            (long long)((dom + slot - 1) / slot), (long long)per_rank,
            cold ? "true" : "false", reps, ts[reps / 2], mib / ts[reps / 2],
-           all_ident ? "true" : "false", mpiio);
+           cs[reps / 2], all_ident ? "true" : "false", mpiio,
+           shm ? "shm" : "msg");
   }
   close(fd);
   MPI_Barrier(MPI_COMM_WORLD);
@@ -285,12 +310,14 @@ int main(int argc, char **argv) {
   free(ref);
   free(tm);
   free(ts);
+  free(cm);
+  free(cs);
   MPI_Finalize();
   return all_ident ? 0 : 1;
 usage:
   fprintf(stderr, "usage: cio [--pattern hpio|contig] [--op read|write] "
                   "[--cb SIZE] [--per-rank SIZE] [--depth D] [--cold] "
                   "[--reps N] [--mpiio romio|ompio|mpich-romio] "
-                  "[--file PATH]\n");
+                  "[--file PATH] [--exchange shm|msg]\n");
   return 2;
 }

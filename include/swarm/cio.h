@@ -66,6 +66,10 @@ typedef struct swarm_cio_file *swarm_cio_file_t;
  *   cb_nodes         number of aggregators, 1..ranks (default: every rank;
  *                    a larger value is clamped to the number of ranks)
  *   swarm_cio_depth  pipeline buffers per aggregator, 1..64 (default 4)
+ *   swarm_cio_shm    1 (default): when every rank of comm shares one node
+ *                    and depth >= 2, the collective buffers are an MPI
+ *                    shared-memory window and ranks copy their pieces to and
+ *                    from them directly; 0: always exchange by messages
  * Unknown hints are ignored. The view starts as MPI's default (displacement
  * 0, etype and filetype MPI_BYTE). Returns MPI_SUCCESS and stores the handle
  * in *fh, or an error (MPI_ERR_NO_SUCH_FILE, MPI_ERR_ACCESS,

@@ -21,6 +21,13 @@
  *      first; the aggregator lays them over its slot and queues the pwrite;
  *      a span with holes was pread into the slot beforehand (queued behind
  *      the pwrite that last used the slot).
+ *      That is the exchange by messages. When every rank shares one node
+ *      (MPI_Comm_split_type) and depth >= 2, the slots live instead in an
+ *      MPI shared-memory window and each rank copies its own pieces straight
+ *      between its stream and the aggregators' slots, one barrier per cycle
+ *      (shm_cycles): one memcpy per byte, spread over all ranks, instead of
+ *      pack + send + receive + unpack with the aggregator in the middle.
+ *      Hint swarm_cio_shm=0 keeps messages.
  *   4. Drain the I/O thread and allreduce the error, so every rank returns
  *      the same result.
  * Invariants: the rank's MPI calls are all made by the calling thread; the
@@ -52,6 +59,9 @@ struct swarm_cio_file {
   int64_t cb_size;
   int cb_nodes;
   int depth;
+  int shm_hint; /* swarm_cio_shm: 1 = exchange through a shared window when
+                 * possible, 0 = always by messages */
+  int one_node; /* every rank of comm shares this node's memory */
   /* view */
   MPI_Offset disp;
   int64_t esize;
@@ -63,7 +73,14 @@ struct swarm_cio_file {
   int agg_ready;
   int agg_index; /* -1: not an aggregator */
   int64_t slot_size;
-  char **slots;
+  char **slots; /* this aggregator's `depth` slots */
+  /* shared-window exchange (agg_setup decides): every aggregator's slots
+   * live in one MPI shared-memory window, which stays in a lock_all epoch
+   * while it exists; agg_base[i] is aggregator i's first slot, as mapped
+   * here. */
+  int shm;
+  MPI_Win win;
+  char **agg_base;
   cio_io_t io;
 };
 
@@ -147,22 +164,26 @@ static int parse_int_hint(MPI_Info info, const char *key, int64_t lo,
   return MPI_SUCCESS;
 }
 
-/* Reads the hints in `info` over the current values in *cb, *nodes, *depth. */
+/* Reads the hints in `info` over the current values in *cb, *nodes, *depth,
+ * *shm. */
 static int parse_hints(MPI_Info info, int nprocs, int64_t *cb, int *nodes,
-                       int *depth) {
+                       int *depth, int *shm) {
   if (info == MPI_INFO_NULL)
     return MPI_SUCCESS;
-  int64_t c = *cb, n = *nodes, d = *depth;
+  int64_t c = *cb, n = *nodes, d = *depth, m = *shm;
   int rc = parse_int_hint(info, "cb_buffer_size", 1, (int64_t)1 << 40, &c);
   if (rc == MPI_SUCCESS)
     rc = parse_int_hint(info, "cb_nodes", 1, INT_MAX, &n);
   if (rc == MPI_SUCCESS)
     rc = parse_int_hint(info, "swarm_cio_depth", 1, SWARM_CIO_MAX_DEPTH, &d);
+  if (rc == MPI_SUCCESS)
+    rc = parse_int_hint(info, "swarm_cio_shm", 0, 1, &m);
   if (rc != MPI_SUCCESS)
     return rc;
   *cb = c;
   *nodes = n > nprocs ? nprocs : (int)n;
   *depth = (int)d;
+  *shm = (int)m;
   return MPI_SUCCESS;
 }
 
@@ -201,19 +222,32 @@ static int agg_rank(const swarm_cio_file_t fh, int i) {
   return (int)((int64_t)i * fh->nprocs / fh->cb_nodes);
 }
 
+/* Collective (every rank calls it at the same point: close, or set_view
+ * with new hints). */
 static void agg_free(swarm_cio_file_t fh) {
   if (!fh->agg_ready)
     return;
-  if (fh->agg_index >= 0) {
+  if (fh->agg_index >= 0)
     cio_io_stop(&fh->io);
+  if (fh->shm) {
+    MPI_Win_unlock_all(fh->win);
+    MPI_Win_free(&fh->win);
+    free(fh->agg_base);
+    fh->agg_base = NULL;
+    fh->shm = 0;
+  } else if (fh->slots) {
     for (int s = 0; s < fh->depth; s++)
       free(fh->slots[s]);
-    free(fh->slots);
-    fh->slots = NULL;
   }
+  free(fh->slots);
+  fh->slots = NULL;
   fh->agg_ready = 0;
 }
 
+/* Collective: called by every rank at the same point of a collective call,
+ * after the ranks agreed that none failed. With the shared window, the
+ * window exists (and agg_ready is set) even if a later local step fails, so
+ * agg_free still frees it collectively. */
 static int agg_setup(swarm_cio_file_t fh) {
   if (fh->agg_ready)
     return MPI_SUCCESS;
@@ -222,14 +256,44 @@ static int agg_setup(swarm_cio_file_t fh) {
     if (agg_rank(fh, i) == fh->rank)
       fh->agg_index = i;
   fh->slot_size = (fh->cb_size + fh->depth - 1) / fh->depth;
+  int64_t bytes = fh->agg_index >= 0 ? fh->slot_size * fh->depth : 0;
+  char *base = NULL;
+  /* Depth 1 keeps messages: the shared cycle loop frees a slot one barrier
+   * after its copies, so it needs a second slot to fill meanwhile. */
+  fh->shm = fh->shm_hint && fh->one_node && fh->depth >= 2;
+  if (fh->shm) {
+    MPI_Info winfo;
+    MPI_Info_create(&winfo);
+    MPI_Info_set(winfo, "alloc_shared_noncontig", "true");
+    int wrc = MPI_Win_allocate_shared((MPI_Aint)bytes, 1, winfo, fh->comm,
+                                      &base, &fh->win);
+    MPI_Info_free(&winfo);
+    if (wrc != MPI_SUCCESS)
+      return cio_set_error(MPI_ERR_NO_MEM,
+                           "cannot allocate the shared collective buffer "
+                           "window (%lld bytes here)",
+                           (long long)bytes);
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, fh->win);
+    fh->agg_ready = 1;
+    fh->agg_base = calloc((size_t)fh->cb_nodes, sizeof *fh->agg_base);
+    if (!fh->agg_base)
+      return cio_set_error(MPI_ERR_NO_MEM, "out of memory");
+    for (int i = 0; i < fh->cb_nodes; i++) {
+      MPI_Aint sz;
+      int du;
+      MPI_Win_shared_query(fh->win, agg_rank(fh, i), &sz, &du,
+                           &fh->agg_base[i]);
+    }
+  }
   if (fh->agg_index >= 0) {
     fh->slots = calloc((size_t)fh->depth, sizeof *fh->slots);
     int ok = fh->slots != NULL;
     for (int s = 0; ok && s < fh->depth; s++)
-      ok = (fh->slots[s] = malloc((size_t)fh->slot_size)) != NULL;
+      ok = (fh->slots[s] = fh->shm ? base + s * fh->slot_size
+                                   : malloc((size_t)fh->slot_size)) != NULL;
     int e = ok ? cio_io_start(&fh->io, fh->fd, fh->depth) : ENOMEM;
     if (e) {
-      for (int s = 0; fh->slots && s < fh->depth; s++)
+      for (int s = 0; !fh->shm && fh->slots && s < fh->depth; s++)
         free(fh->slots[s]);
       free(fh->slots);
       fh->slots = NULL;
@@ -263,7 +327,7 @@ int swarm_cio_open(MPI_Comm comm, const char *path, int amode, MPI_Info info,
   int rc = MPI_SUCCESS;
   int access = amode & (MPI_MODE_RDONLY | MPI_MODE_WRONLY | MPI_MODE_RDWR);
   int64_t cb = SWARM_CIO_DEFAULT_CB_BUFFER_SIZE;
-  int nodes = nprocs, depth = SWARM_CIO_DEFAULT_DEPTH;
+  int nodes = nprocs, depth = SWARM_CIO_DEFAULT_DEPTH, shm = 1;
   if (!fh)
     rc = cio_set_error(MPI_ERR_ARG, "swarm_cio_open: fh is NULL");
   else if (!path || !*path)
@@ -282,11 +346,11 @@ int swarm_cio_open(MPI_Comm comm, const char *path, int amode, MPI_Info info,
     rc = cio_set_error(MPI_ERR_AMODE, "swarm_cio_open: MPI_MODE_RDONLY with "
                                       "MPI_MODE_CREATE or MPI_MODE_EXCL");
   if (rc == MPI_SUCCESS)
-    rc = parse_hints(info, nprocs, &cb, &nodes, &depth);
+    rc = parse_hints(info, nprocs, &cb, &nodes, &depth, &shm);
   static const char *const names[] = {"amode", "cb_buffer_size", "cb_nodes",
-                                      "swarm_cio_depth"};
-  int64_t vals[4] = {amode, cb, nodes, depth};
-  rc = agree_values(comm, rc, vals, 4, names);
+                                      "swarm_cio_depth", "swarm_cio_shm"};
+  int64_t vals[5] = {amode, cb, nodes, depth, shm};
+  rc = agree_values(comm, rc, vals, 5, names);
   if (rc != MPI_SUCCESS)
     return rc;
 
@@ -338,6 +402,15 @@ int swarm_cio_open(MPI_Comm comm, const char *path, int amode, MPI_Info info,
   f->cb_size = cb;
   f->cb_nodes = nodes;
   f->depth = depth;
+  f->shm_hint = shm;
+  MPI_Comm node;
+  int nnode = 0;
+  if (MPI_Comm_split_type(f->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
+                          &node) == MPI_SUCCESS) {
+    MPI_Comm_size(node, &nnode);
+    MPI_Comm_free(&node);
+  }
+  f->one_node = nnode == nprocs;
   f->disp = 0;
   f->esize = 1;
   f->fext = f->fsize = 1;
@@ -405,7 +478,7 @@ int swarm_cio_set_view(swarm_cio_file_t fh, MPI_Offset disp, MPI_Datatype etype,
   int esize = 0, fsize = 0;
   MPI_Aint flb = 0, fext = 0;
   int64_t cb = fh->cb_size;
-  int nodes = fh->cb_nodes, depth = fh->depth;
+  int nodes = fh->cb_nodes, depth = fh->depth, shm = fh->shm_hint;
   if (disp < 0)
     rc = cio_set_error(MPI_ERR_ARG,
                        "swarm_cio_set_view: negative "
@@ -449,20 +522,23 @@ int swarm_cio_set_view(swarm_cio_file_t fh, MPI_Offset disp, MPI_Datatype etype,
                          "its extent, so its tiles would overlap");
   }
   if (rc == MPI_SUCCESS)
-    rc = parse_hints(info, fh->nprocs, &cb, &nodes, &depth);
+    rc = parse_hints(info, fh->nprocs, &cb, &nodes, &depth, &shm);
   static const char *const names[] = {"etype size", "cb_buffer_size",
-                                      "cb_nodes", "swarm_cio_depth"};
-  int64_t vals[4] = {esize, cb, nodes, depth};
-  rc = agree_values(fh->comm, rc, vals, 4, names);
+                                      "cb_nodes", "swarm_cio_depth",
+                                      "swarm_cio_shm"};
+  int64_t vals[5] = {esize, cb, nodes, depth, shm};
+  rc = agree_values(fh->comm, rc, vals, 5, names);
   if (rc != MPI_SUCCESS) {
     cio_list_free(&ft);
     return rc;
   }
-  if (cb != fh->cb_size || nodes != fh->cb_nodes || depth != fh->depth) {
+  if (cb != fh->cb_size || nodes != fh->cb_nodes || depth != fh->depth ||
+      shm != fh->shm_hint) {
     agg_free(fh);
     fh->cb_size = cb;
     fh->cb_nodes = nodes;
     fh->depth = depth;
+    fh->shm_hint = shm;
   }
   cio_list_free(&fh->ftype);
   fh->ftype = ft;
@@ -597,9 +673,102 @@ static void plan_free(plan_t *p) {
   free(p->req);
 }
 
+/* MPI_Waitall without statuses. GCC 12 reads MPICH's access attributes on
+ * MPI_Waitall as if MPI_STATUSES_IGNORE were an array of nreq statuses and
+ * warns (-Wstringop-overflow); it is MPI's documented sentinel. */
+static int wait_all(int nreq, MPI_Request *req) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpragmas"
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+  return MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+#pragma GCC diagnostic pop
+}
+
 static int64_t dom_lo(const plan_t *p, int i, int64_t gmax) {
   int64_t x = p->gmin + i * p->dsz;
   return x < gmax ? x : gmax;
+}
+
+/* Aggregator side: cycle c touches some of its domain; and that span must be
+ * read into the slot first (read, or a write whose pieces leave holes). */
+static int span_ok(const plan_t *p, int64_t c) {
+  return p->span_hi[c] > p->span_lo[c];
+}
+
+static int needs_read(const plan_t *p, int64_t c, int is_write) {
+  return span_ok(p, c) &&
+         (!is_write || p->cover[c] != p->span_hi[c] - p->span_lo[c]);
+}
+
+/* The cycles when every rank can address every aggregator's slots (the
+ * shared window, fh->shm). The exchange is then each rank copying its own
+ * pieces straight between its stream and the aggregators' slots: one memcpy
+ * per byte, done by all ranks in parallel, instead of pack + message +
+ * unpack on the aggregator's critical path.
+ *
+ * Layout: file byte x of aggregator i's cycle c lives at
+ * agg_base[i] + (c % D) * S + (x - (dom_lo(i) + c * S)), so every rank finds
+ * its pieces without asking; the I/O thread preads / pwrites just the span
+ * [span_lo, span_hi) of the window at that place.
+ *
+ * One barrier per cycle c orders everything. Before it, each aggregator
+ * waits for the I/O queued on slot c % D: read: the slot holds cycle c's
+ * data; write: the pwrite of cycle c - D is done and, with holes, cycle c's
+ * span has been pre-read. After it, every rank has finished its copies of
+ * cycle c - 1 (it copied before entering the barrier), so the aggregator
+ * queues what slot (c - 1) % D does next: write: the pwrite of cycle c - 1;
+ * then the read of cycle c - 1 + D (pre-read, for writes with holes). The
+ * I/O thread thus keeps D - 1 cycles of I/O queued while the ranks copy.
+ * Writes need one more barrier (c == ncycles) to queue the last pwrite, and
+ * D >= 2 (agg_setup keeps messages for D == 1): the slot written in cycle c
+ * must not be the one whose pwrite is queued only after cycle c's barrier.
+ * MPI_Win_sync around the barrier makes the copies and the I/O thread's
+ * bytes (handed over under the I/O queue's mutex) visible to the other
+ * ranks, as MPI's unified memory model asks. */
+static int shm_cycles(swarm_cio_file_t fh, plan_t *p, char *stream,
+                      int is_write, int64_t gmax) {
+  int A = fh->cb_nodes, D = fh->depth, me = fh->agg_index;
+  int64_t S = fh->slot_size, n = p->ncycles;
+  cio_io_t *io = &fh->io;
+  int64_t flo = me >= 0 ? dom_lo(p, me, gmax) : 0;
+  int xrc = MPI_SUCCESS;
+#define QUEUE(kind, c)                                                         \
+  cio_io_submit(io, kind, (int)((c) % D),                                      \
+                fh->slots[(c) % D] + (p->span_lo[c] - (flo + (c)*S)),          \
+                p->span_lo[c], p->span_hi[c] - p->span_lo[c])
+  for (int64_t c = 0; me >= 0 && c < n && c < D; c++)
+    if (needs_read(p, c, is_write))
+      QUEUE(CIO_OP_READ, c);
+  for (int64_t c = 0; c < n + is_write; c++) {
+    if (me >= 0 && c < n)
+      cio_io_wait_slot(io, (int)(c % D));
+    MPI_Win_sync(fh->win);
+    if (MPI_Barrier(fh->comm) != MPI_SUCCESS && xrc == MPI_SUCCESS)
+      xrc = cio_set_error(MPI_ERR_OTHER, "the barrier of cycle %lld failed",
+                          (long long)c);
+    MPI_Win_sync(fh->win);
+    if (me >= 0 && c >= 1) {
+      if (is_write && span_ok(p, c - 1))
+        QUEUE(CIO_OP_WRITE, c - 1);
+      if (c - 1 + D < n && needs_read(p, c - 1 + D, is_write))
+        QUEUE(CIO_OP_READ, c - 1 + D);
+    }
+    if (c == n)
+      break;
+    for (int i = 0; i < A; i++) {
+      int64_t wlo = dom_lo(p, i, gmax) + c * S, dhi = dom_lo(p, i + 1, gmax);
+      int64_t whi = wlo + S < dhi ? wlo + S : dhi, off, len, pos;
+      char *slot = fh->agg_base[i] + (c % D) * S;
+      while (cursor_next(&p->mcur[i], whi, &off, &len, &pos)) {
+        if (is_write)
+          memcpy(slot + (off - wlo), stream + pos, (size_t)len);
+        else
+          memcpy(stream + pos, slot + (off - wlo), (size_t)len);
+      }
+    }
+  }
+#undef QUEUE
+  return xrc;
 }
 
 /* The whole collective transfer of this rank's stream (n bytes, contiguous
@@ -613,8 +782,6 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
   cio_list_t acc = {0};
   if (rc == MPI_SUCCESS && build_access(fh, fh->fp * fh->esize, n, &acc))
     rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for the access list");
-  if (rc == MPI_SUCCESS)
-    rc = agg_setup(fh);
 
   /* 1. agree and learn the accessed range */
   int64_t mine3[3] = {rc, acc.n ? acc.b[0].off : -1,
@@ -652,6 +819,8 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
     cio_list_free(&acc);
     return MPI_SUCCESS;
   }
+  /* collective, and every rank gets here: agreed in the next agree() */
+  int arc = agg_setup(fh);
 
   /* 2. domains, and each aggregator learns the blocks in its domain */
   p.gmin = gmin;
@@ -713,6 +882,8 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
     }
   }
   cio_list_free(&acc);
+  if (rc == MPI_SUCCESS)
+    rc = arc;
   rc = agree(comm, rc);
   if (rc == MPI_SUCCESS) {
     MPI_Alltoall(scount, 1, MPI_INT, p.ocount, 1, MPI_INT, comm);
@@ -778,6 +949,8 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
   for (int64_t c = 0; me_agg >= 0 && rc == MPI_SUCCESS && c < p.ncycles; c++)
     if (p.cover[c] > agg_cap)
       agg_cap = p.cover[c];
+  if (fh->shm) /* no exchange buffers: ranks copy to and from the slots */
+    mine_cap = agg_cap = 0;
   if (rc == MPI_SUCCESS && (grow(is_write ? &p.sbuf : &p.rbuf,
                                  is_write ? &p.scap : &p.rcap, mine_cap) ||
                             grow(is_write ? &p.rbuf : &p.sbuf,
@@ -798,15 +971,17 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
   int D = fh->depth;
   cio_io_t *io = &fh->io;
   int xrc = MPI_SUCCESS;
-#define SPAN_OK(c) (p.span_hi[c] > p.span_lo[c])
-#define NEEDS_READ(c)                                                          \
-  (SPAN_OK(c) && (!is_write || p.cover[c] != p.span_hi[c] - p.span_lo[c]))
-  if (me_agg >= 0)
+#define SPAN_OK(c) span_ok(&p, c)
+#define NEEDS_READ(c) needs_read(&p, c, is_write)
+  if (fh->shm)
+    xrc = shm_cycles(fh, &p, stream, is_write, gmax);
+  /* else by messages: the slot holds the span from its start */
+  if (me_agg >= 0 && !fh->shm)
     for (int64_t c = 0; c < p.ncycles && c < D; c++)
       if (NEEDS_READ(c))
         cio_io_submit(io, CIO_OP_READ, (int)(c % D), fh->slots[c % D],
                       p.span_lo[c], p.span_hi[c] - p.span_lo[c]);
-  for (int64_t c = 0; c < p.ncycles; c++) {
+  for (int64_t c = 0; !fh->shm && c < p.ncycles; c++) {
     int nreq = 0;
     int64_t off, len, pos;
     /* this rank's side: one message per aggregator holding pieces */
@@ -869,8 +1044,7 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
     if (me_agg >= 0 && !is_write && c + D < p.ncycles && NEEDS_READ(c + D))
       cio_io_submit(io, CIO_OP_READ, slot, fh->slots[slot], p.span_lo[c + D],
                     p.span_hi[c + D] - p.span_lo[c + D]);
-    if (MPI_Waitall(nreq, p.req, MPI_STATUSES_IGNORE) != MPI_SUCCESS &&
-        xrc == MPI_SUCCESS)
+    if (wait_all(nreq, p.req) != MPI_SUCCESS && xrc == MPI_SUCCESS)
       xrc = cio_set_error(MPI_ERR_OTHER,
                           "an exchange message failed in cycle "
                           "%lld",

@@ -217,27 +217,32 @@ static void *suite(void *arg) {
                              rank == nprocs - 1 ? 0 : 3 * 200,
                              1};
   }
+  /* shm "0": the exchange by messages (depth 1 always uses them); otherwise
+   * through the shared window, as every rank here shares one node. */
   struct {
-    const char *cb, *nodes, *depth;
-  } hints[] = {{NULL, NULL, NULL},
-               {"1000", "1", "1"},
-               {"4096", "2", "4"},
-               {"3001", "64", "3"},
-               {"777", NULL, "5"}};
+    const char *cb, *nodes, *depth, *shm;
+  } hints[] = {{NULL, NULL, NULL, NULL}, {"1000", "1", "1", NULL},
+               {"4096", "2", "4", NULL}, {"3001", "64", "3", NULL},
+               {"777", NULL, "5", NULL}, {NULL, NULL, NULL, "0"},
+               {"4096", "2", "4", "0"},  {"3001", "64", "3", "0"},
+               {"777", NULL, "2", "0"},  {"777", "1", "2", NULL}};
   for (size_t h = 0; h < sizeof hints / sizeof hints[0]; h++) {
     MPI_Info info;
     MPI_Info_create(&info);
-    char desc[96];
-    snprintf(desc, sizeof desc, "cb=%s nodes=%s depth=%s",
+    char desc[128];
+    snprintf(desc, sizeof desc, "cb=%s nodes=%s depth=%s shm=%s",
              hints[h].cb ? hints[h].cb : "default",
              hints[h].nodes ? hints[h].nodes : "default",
-             hints[h].depth ? hints[h].depth : "default");
+             hints[h].depth ? hints[h].depth : "default",
+             hints[h].shm ? hints[h].shm : "default");
     if (hints[h].cb)
       MPI_Info_set(info, "cb_buffer_size", hints[h].cb);
     if (hints[h].nodes)
       MPI_Info_set(info, "cb_nodes", hints[h].nodes);
     if (hints[h].depth)
       MPI_Info_set(info, "swarm_cio_depth", hints[h].depth);
+    if (hints[h].shm)
+      MPI_Info_set(info, "swarm_cio_shm", hints[h].shm);
     for (int i = 0; i < np; i++) {
       run(&pats[i], info, desc);
       if (rank == 0)
