@@ -5,6 +5,7 @@
  *   mpirun -n P build/bench/cio [--pattern hpio|contig] [--op read|write]
  *       [--cb SIZE] [--per-rank SIZE] [--depth D] [--cold] [--reps N]
  *       [--mpiio romio|ompio] [--file PATH] [--exchange shm|msg]
+ *       [--slot SIZE]
  *   mpirun.mpich -n P build/bench/cio-mpich ...   (same flags; --mpiio is
  *       MPICH's ROMIO, printed as "mpich-romio", swarm as "swarm-mpich")
  *
@@ -90,7 +91,8 @@ static int cmp_double(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
   const char *pattern = "hpio", *op = "read", *mpiio = "romio", *file = NULL;
-  int64_t cb = 16 << 20, per_rank = 64 << 20;
+  int64_t cb = 16 << 20, per_rank = 64 << 20,
+          slot_max = SWARM_CIO_DEFAULT_SLOT_SIZE;
   int depth = 4, cold = 0, reps = 3, shm = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -113,6 +115,8 @@ int main(int argc, char **argv) {
       cb = parse_size(v);
     else if (!strcmp(a, "--per-rank"))
       per_rank = parse_size(v);
+    else if (!strcmp(a, "--slot"))
+      slot_max = parse_size(v);
     else if (!strcmp(a, "--depth"))
       depth = atoi(v);
     else if (!strcmp(a, "--reps"))
@@ -138,7 +142,8 @@ int main(int argc, char **argv) {
   const char *swarm_impl = "swarm-mpich";
   mpiio = "mpich-romio";
 #endif
-  if (!component || cb <= 0 || per_rank <= 0 || depth < 1 || reps < 1)
+  if (!component || cb <= 0 || per_rank <= 0 || depth < 1 || reps < 1 ||
+      slot_max <= 0)
     goto usage;
   /* Open MPI picks its io component from the environment at MPI_Init. */
   setenv("OMPI_MCA_io", component, 1);
@@ -172,7 +177,8 @@ int main(int argc, char **argv) {
     MPI_Type_free(&blk);
     disp = rank * BLK;
   }
-  char cbs[32], nodes[16], ds[16];
+  char cbs[32], nodes[16], ds[16], ss[32];
+  snprintf(ss, sizeof ss, "%lld", (long long)slot_max);
   snprintf(cbs, sizeof cbs, "%lld", (long long)cb);
   snprintf(nodes, sizeof nodes, "%d", P);
   snprintf(ds, sizeof ds, "%d", depth);
@@ -184,6 +190,7 @@ int main(int argc, char **argv) {
   MPI_Info_set(info, "romio_cb_write", "enable");
   MPI_Info_set(info, "swarm_cio_depth", ds);
   MPI_Info_set(info, "swarm_cio_shm", shm ? "1" : "0");
+  MPI_Info_set(info, "swarm_cio_slot_size", ss);
 
   /* the data: every byte of the file is some rank's */
   char *data = malloc((size_t)per_rank), *got = malloc((size_t)per_rank);
@@ -279,6 +286,8 @@ int main(int argc, char **argv) {
   if (rank == 0) {
     double mib = (double)total / (1 << 20);
     int64_t dom = total / P, slot = (cb + depth - 1) / depth;
+    if (slot > slot_max)
+      slot = slot_max;
     printf("{\"impl\":\"%s\",\"op\":\"%s\",\"pattern\":\"%s\",\"ranks\":%d,"
            "\"cb_buffer_size\":%lld,\"cycles\":%lld,\"per_rank\":%lld,"
            "\"cold\":%s,\"reps\":%d,\"seconds\":%.4f,\"mib_per_s\":%.1f,"
@@ -288,11 +297,11 @@ int main(int argc, char **argv) {
            cold ? "true" : "false", reps, tm[reps / 2], mib / tm[reps / 2],
            cm[reps / 2]);
     printf("{\"impl\":\"%s\",\"op\":\"%s\",\"pattern\":\"%s\",\"ranks\":%d,"
-           "\"cb_buffer_size\":%lld,\"depth\":%d,\"cycles\":%lld,"
+           "\"cb_buffer_size\":%lld,\"depth\":%d,\"slot\":%lld,\"cycles\":%lld,"
            "\"per_rank\":%lld,\"cold\":%s,\"reps\":%d,\"seconds\":%.4f,"
            "\"mib_per_s\":%.1f,\"cpu_s\":%.4f,\"identical\":%s,\"vs\":\"%s\","
            "\"exchange\":\"%s\"}\n",
-           swarm_impl, op, pattern, P, (long long)cb, depth,
+           swarm_impl, op, pattern, P, (long long)cb, depth, (long long)slot,
            (long long)((dom + slot - 1) / slot), (long long)per_rank,
            cold ? "true" : "false", reps, ts[reps / 2], mib / ts[reps / 2],
            cs[reps / 2], all_ident ? "true" : "false", mpiio,
@@ -318,6 +327,6 @@ usage:
   fprintf(stderr, "usage: cio [--pattern hpio|contig] [--op read|write] "
                   "[--cb SIZE] [--per-rank SIZE] [--depth D] [--cold] "
                   "[--reps N] [--mpiio romio|ompio|mpich-romio] "
-                  "[--file PATH] [--exchange shm|msg]\n");
+                  "[--file PATH] [--exchange shm|msg] [--slot SIZE]\n");
   return 2;
 }

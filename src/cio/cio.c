@@ -60,9 +60,10 @@ struct swarm_cio_file {
   int64_t cb_size;
   int cb_nodes;
   int depth;
-  int shm_hint; /* swarm_cio_shm: 1 = exchange through a shared window when
-                 * possible, 0 = always by messages */
-  int one_node; /* every rank of comm shares this node's memory */
+  int64_t slot_max; /* swarm_cio_slot_size: cap of one pipeline buffer */
+  int shm_hint;     /* swarm_cio_shm: 1 = exchange through a shared window when
+                     * possible, 0 = always by messages */
+  int one_node;     /* every rank of comm shares this node's memory */
   /* view */
   MPI_Offset disp;
   int64_t esize;
@@ -166,12 +167,12 @@ static int parse_int_hint(MPI_Info info, const char *key, int64_t lo,
 }
 
 /* Reads the hints in `info` over the current values in *cb, *nodes, *depth,
- * *shm. */
+ * *shm, *slot. */
 static int parse_hints(MPI_Info info, int nprocs, int64_t *cb, int *nodes,
-                       int *depth, int *shm) {
+                       int *depth, int *shm, int64_t *slot) {
   if (info == MPI_INFO_NULL)
     return MPI_SUCCESS;
-  int64_t c = *cb, n = *nodes, d = *depth, m = *shm;
+  int64_t c = *cb, n = *nodes, d = *depth, m = *shm, z = *slot;
   int rc = parse_int_hint(info, "cb_buffer_size", 1, (int64_t)1 << 40, &c);
   if (rc == MPI_SUCCESS)
     rc = parse_int_hint(info, "cb_nodes", 1, INT_MAX, &n);
@@ -179,12 +180,15 @@ static int parse_hints(MPI_Info info, int nprocs, int64_t *cb, int *nodes,
     rc = parse_int_hint(info, "swarm_cio_depth", 1, SWARM_CIO_MAX_DEPTH, &d);
   if (rc == MPI_SUCCESS)
     rc = parse_int_hint(info, "swarm_cio_shm", 0, 1, &m);
+  if (rc == MPI_SUCCESS)
+    rc = parse_int_hint(info, "swarm_cio_slot_size", 1, (int64_t)1 << 40, &z);
   if (rc != MPI_SUCCESS)
     return rc;
   *cb = c;
   *nodes = n > nprocs ? nprocs : (int)n;
   *depth = (int)d;
   *shm = (int)m;
+  *slot = z;
   return MPI_SUCCESS;
 }
 
@@ -256,7 +260,13 @@ static int agg_setup(swarm_cio_file_t fh) {
   for (int i = 0; i < fh->cb_nodes; i++)
     if (agg_rank(fh, i) == fh->rank)
       fh->agg_index = i;
+  /* cb_buffer_size / depth, but at most slot_max: a buffer that fits the
+   * caches keeps each cycle's bytes cache-hot between the I/O thread's copy
+   * and the ranks' copies, and costs fewer page faults; never more memory
+   * than cb_buffer_size. */
   fh->slot_size = (fh->cb_size + fh->depth - 1) / fh->depth;
+  if (fh->slot_size > fh->slot_max)
+    fh->slot_size = fh->slot_max;
   int64_t bytes = fh->agg_index >= 0 ? fh->slot_size * fh->depth : 0;
   char *base = NULL;
   /* Depth 1 keeps messages: the shared cycle loop frees a slot one barrier
@@ -329,6 +339,7 @@ int swarm_cio_open(MPI_Comm comm, const char *path, int amode, MPI_Info info,
   int access = amode & (MPI_MODE_RDONLY | MPI_MODE_WRONLY | MPI_MODE_RDWR);
   int64_t cb = SWARM_CIO_DEFAULT_CB_BUFFER_SIZE;
   int nodes = nprocs, depth = SWARM_CIO_DEFAULT_DEPTH, shm = 1;
+  int64_t slot = SWARM_CIO_DEFAULT_SLOT_SIZE;
   if (!fh)
     rc = cio_set_error(MPI_ERR_ARG, "swarm_cio_open: fh is NULL");
   else if (!path || !*path)
@@ -347,11 +358,12 @@ int swarm_cio_open(MPI_Comm comm, const char *path, int amode, MPI_Info info,
     rc = cio_set_error(MPI_ERR_AMODE, "swarm_cio_open: MPI_MODE_RDONLY with "
                                       "MPI_MODE_CREATE or MPI_MODE_EXCL");
   if (rc == MPI_SUCCESS)
-    rc = parse_hints(info, nprocs, &cb, &nodes, &depth, &shm);
-  static const char *const names[] = {"amode", "cb_buffer_size", "cb_nodes",
-                                      "swarm_cio_depth", "swarm_cio_shm"};
-  int64_t vals[5] = {amode, cb, nodes, depth, shm};
-  rc = agree_values(comm, rc, vals, 5, names);
+    rc = parse_hints(info, nprocs, &cb, &nodes, &depth, &shm, &slot);
+  static const char *const names[] = {"amode",         "cb_buffer_size",
+                                      "cb_nodes",      "swarm_cio_depth",
+                                      "swarm_cio_shm", "swarm_cio_slot_size"};
+  int64_t vals[6] = {amode, cb, nodes, depth, shm, slot};
+  rc = agree_values(comm, rc, vals, 6, names);
   if (rc != MPI_SUCCESS)
     return rc;
 
@@ -404,6 +416,7 @@ int swarm_cio_open(MPI_Comm comm, const char *path, int amode, MPI_Info info,
   f->cb_nodes = nodes;
   f->depth = depth;
   f->shm_hint = shm;
+  f->slot_max = slot;
   MPI_Comm node;
   int nnode = 0;
   if (MPI_Comm_split_type(f->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
@@ -480,6 +493,7 @@ int swarm_cio_set_view(swarm_cio_file_t fh, MPI_Offset disp, MPI_Datatype etype,
   MPI_Aint flb = 0, fext = 0;
   int64_t cb = fh->cb_size;
   int nodes = fh->cb_nodes, depth = fh->depth, shm = fh->shm_hint;
+  int64_t slot = fh->slot_max;
   if (disp < 0)
     rc = cio_set_error(MPI_ERR_ARG,
                        "swarm_cio_set_view: negative "
@@ -523,23 +537,24 @@ int swarm_cio_set_view(swarm_cio_file_t fh, MPI_Offset disp, MPI_Datatype etype,
                          "its extent, so its tiles would overlap");
   }
   if (rc == MPI_SUCCESS)
-    rc = parse_hints(info, fh->nprocs, &cb, &nodes, &depth, &shm);
-  static const char *const names[] = {"etype size", "cb_buffer_size",
-                                      "cb_nodes", "swarm_cio_depth",
-                                      "swarm_cio_shm"};
-  int64_t vals[5] = {esize, cb, nodes, depth, shm};
-  rc = agree_values(fh->comm, rc, vals, 5, names);
+    rc = parse_hints(info, fh->nprocs, &cb, &nodes, &depth, &shm, &slot);
+  static const char *const names[] = {"etype size",    "cb_buffer_size",
+                                      "cb_nodes",      "swarm_cio_depth",
+                                      "swarm_cio_shm", "swarm_cio_slot_size"};
+  int64_t vals[6] = {esize, cb, nodes, depth, shm, slot};
+  rc = agree_values(fh->comm, rc, vals, 6, names);
   if (rc != MPI_SUCCESS) {
     cio_list_free(&ft);
     return rc;
   }
   if (cb != fh->cb_size || nodes != fh->cb_nodes || depth != fh->depth ||
-      shm != fh->shm_hint) {
+      shm != fh->shm_hint || slot != fh->slot_max) {
     agg_free(fh);
     fh->cb_size = cb;
     fh->cb_nodes = nodes;
     fh->depth = depth;
     fh->shm_hint = shm;
+    fh->slot_max = slot;
   }
   cio_list_free(&fh->ftype);
   fh->ftype = ft;

@@ -219,22 +219,27 @@ static void *suite(void *arg) {
   }
   /* shm "0": the exchange by messages (depth 1 always uses them); otherwise
    * through the shared window, as every rank here shares one node. */
+  /* slot: swarm_cio_slot_size, capping each pipeline buffer below
+   * cb / depth. */
   struct {
-    const char *cb, *nodes, *depth, *shm;
-  } hints[] = {{NULL, NULL, NULL, NULL}, {"1000", "1", "1", NULL},
-               {"4096", "2", "4", NULL}, {"3001", "64", "3", NULL},
-               {"777", NULL, "5", NULL}, {NULL, NULL, NULL, "0"},
-               {"4096", "2", "4", "0"},  {"3001", "64", "3", "0"},
-               {"777", NULL, "2", "0"},  {"777", "1", "2", NULL}};
+    const char *cb, *nodes, *depth, *shm, *slot;
+  } hints[] = {
+      {NULL, NULL, NULL, NULL, NULL},   {"1000", "1", "1", NULL, NULL},
+      {"4096", "2", "4", NULL, NULL},   {"3001", "64", "3", NULL, NULL},
+      {"777", NULL, "5", NULL, NULL},   {NULL, NULL, NULL, "0", NULL},
+      {"4096", "2", "4", "0", NULL},    {"3001", "64", "3", "0", NULL},
+      {"777", NULL, "2", "0", NULL},    {"777", "1", "2", NULL, NULL},
+      {NULL, NULL, NULL, NULL, "5000"}, {"65536", "2", "3", "0", "999"}};
   for (size_t h = 0; h < sizeof hints / sizeof hints[0]; h++) {
     MPI_Info info;
     MPI_Info_create(&info);
     char desc[128];
-    snprintf(desc, sizeof desc, "cb=%s nodes=%s depth=%s shm=%s",
+    snprintf(desc, sizeof desc, "cb=%s nodes=%s depth=%s shm=%s slot=%s",
              hints[h].cb ? hints[h].cb : "default",
              hints[h].nodes ? hints[h].nodes : "default",
              hints[h].depth ? hints[h].depth : "default",
-             hints[h].shm ? hints[h].shm : "default");
+             hints[h].shm ? hints[h].shm : "default",
+             hints[h].slot ? hints[h].slot : "default");
     if (hints[h].cb)
       MPI_Info_set(info, "cb_buffer_size", hints[h].cb);
     if (hints[h].nodes)
@@ -243,6 +248,8 @@ static void *suite(void *arg) {
       MPI_Info_set(info, "swarm_cio_depth", hints[h].depth);
     if (hints[h].shm)
       MPI_Info_set(info, "swarm_cio_shm", hints[h].shm);
+    if (hints[h].slot)
+      MPI_Info_set(info, "swarm_cio_slot_size", hints[h].slot);
     for (int i = 0; i < np; i++) {
       run(&pats[i], info, desc);
       if (rank == 0)
