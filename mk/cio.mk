@@ -8,8 +8,10 @@
 #                   romio321 and ompio, and (build/bench/cio-mpich under
 #                   mpirun.mpich, when MPICH is installed) MPICH's ROMIO;
 #                   JSON lines to $(CIO_RESULTS), then a summary table
-#                   (tools/cio_summary.py). Each point is one run of
-#                   $(CIO_REPS) alternating repetitions per implementation.
+#                   (tools/cio_summary.py). One run per (P, pattern, op,
+#                   reference) measures every cb size, warm then cold, each
+#                   point $(CIO_REPS) alternating repetitions of the
+#                   reference and swarm.
 DEPS_GROUPS += mpi mpich
 EXTRA_TESTS += test-cio
 
@@ -37,19 +39,23 @@ test-cio:
 	cd $(BUILD) && ctest -L cio --output-on-failure --no-tests=error --timeout 120; \
 	echo "test-cio: passed (byte-identical to MPI-IO, 2 and 3 ranks)"
 
+comma := ,
+empty :=
+space := $(empty) $(empty)
+
 bench-cio: build
 	@command -v mpirun >/dev/null 2>&1 || { echo "bench-cio: mpirun not found; 'make deps'"; exit 1; }
 	@[ -x $(BUILD)/bench/cio ] || { echo "bench-cio: $(BUILD)/bench/cio not built (MPI missing at configure?)"; exit 1; }
 	@: > $(CIO_RESULTS); start=$$(date +%s); \
 	for p in $(CIO_RANKS); do for pat in $(CIO_PATTERNS); do for op in $(CIO_OPS); do \
-	  for cb in $(CIO_CBS); do for cache in $(CIO_CACHES); do for io in $(CIO_IMPLS); do \
-	    c=""; [ $$cache = cold ] && c=--cold; \
+	  for io in $(CIO_IMPLS); do \
 	    if [ $$io = mpich-romio ]; then \
 	      if [ ! -x $(BUILD)/bench/cio-mpich ]; then echo "bench-cio: no $(BUILD)/bench/cio-mpich (MPICH missing), skipping mpich-romio" >&2; continue; fi; \
 	      run="$(CIO_MPIRUN_MPICH) -n $$p $(BUILD)/bench/cio-mpich"; \
 	    else run="$(CIO_MPIRUN) -n $$p $(BUILD)/bench/cio"; fi; \
-	    $$run --pattern $$pat --op $$op --cb $$cb --per-rank $(CIO_PER_RANK) \
-	      --reps $(CIO_REPS) --mpiio $$io $$c | tee -a $(CIO_RESULTS) || exit 1; \
-	  done; done; done; done; done; done; \
+	    $$run --pattern $$pat --op $$op --cb $(subst $(space),$(comma),$(strip $(CIO_CBS))) \
+	      --cache $(subst $(space),$(comma),$(strip $(CIO_CACHES))) --per-rank $(CIO_PER_RANK) \
+	      --reps $(CIO_REPS) --mpiio $$io | tee -a $(CIO_RESULTS) || exit 1; \
+	  done; done; done; done; \
 	echo "bench-cio: $$(( $$(date +%s) - start )) s, results in $(CIO_RESULTS)"; \
 	python3 tools/cio_summary.py $(CIO_RESULTS)
