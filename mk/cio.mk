@@ -11,13 +11,17 @@
 #                   (tools/cio_summary.py). One run per (P, pattern, op,
 #                   reference) measures every cb size, warm then cold, each
 #                   point $(CIO_REPS) alternating repetitions of the
-#                   reference and swarm.
+#                   reference and swarm. 64 MiB buffers (one ROMIO cycle,
+#                   outside the issue's >= 4-cycle goal) are left out by
+#                   default to keep the sweep under 15 minutes on the shared
+#                   2-core machine (all four cb sizes took 17 min there):
+#                   CIO_CBS="1M 4M 16M 64M" for the full range.
 DEPS_GROUPS += mpi mpich
 EXTRA_TESTS += test-cio
 
 CIO_PER_RANK ?= 64M
 CIO_RANKS    ?= 2 4
-CIO_CBS      ?= 1M 4M 16M 64M
+CIO_CBS      ?= 1M 4M 16M
 CIO_PATTERNS ?= hpio contig
 CIO_OPS      ?= read write
 CIO_CACHES   ?= warm cold
