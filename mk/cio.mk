@@ -1,6 +1,7 @@
 # mk/cio.mk — collective I/O over MPI (src/cio, issue 8), included by the
 # Makefile.
-#   make test-cio   the cio tests under mpirun -n 2 and -n 3 (ctest -L cio);
+#   make test-cio   the cio tests under mpirun -n 2 and -n 3 (ctest -L cio),
+#                   and the MPICH copy under mpirun.mpich -n 2 if installed;
 #                   SKIPPED with a reason, and succeeds, only when MPI
 #                   (mpicc/mpirun, tools/deps/mpi.txt) is missing
 #   make bench-cio  sweep build/bench/cio: hpio and contig, read and write,
@@ -39,9 +40,11 @@ test-cio:
 	set -e; \
 	[ -f $(BUILD)/CMakeCache.txt ] || cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo; \
 	grep -q 'SWARM_HAVE_CIO:INTERNAL=ON' $(BUILD)/CMakeCache.txt || cmake $(BUILD); \
+	if command -v mpicc.mpich >/dev/null 2>&1 && \
+	   ! grep -q 'SWARM_HAVE_CIO_MPICH:INTERNAL=ON' $(BUILD)/CMakeCache.txt; then cmake $(BUILD); fi; \
 	cmake --build $(BUILD) -j $(JOBS); \
 	cd $(BUILD) && ctest -L cio --output-on-failure --no-tests=error --timeout 120; \
-	echo "test-cio: passed (byte-identical to MPI-IO, 2 and 3 ranks)"
+	echo "test-cio: passed (byte-identical to MPI-IO: Open MPI at 2 and 3 ranks, MPICH at 2 when installed)"
 
 comma := ,
 empty :=

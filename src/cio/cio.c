@@ -81,6 +81,7 @@ struct swarm_cio_file {
    * while it exists; agg_base[i] is aggregator i's first slot, as mapped
    * here. */
   int shm;
+  int agg_rc; /* agg_setup's outcome, kept while agg_ready */
   MPI_Win win;
   char **agg_base;
   cio_io_t io;
@@ -255,7 +256,8 @@ static void agg_free(swarm_cio_file_t fh) {
  * agg_free still frees it collectively. */
 static int agg_setup(swarm_cio_file_t fh) {
   if (fh->agg_ready)
-    return MPI_SUCCESS;
+    return fh->agg_rc;
+  fh->agg_rc = MPI_SUCCESS;
   fh->agg_index = -1;
   for (int i = 0; i < fh->cb_nodes; i++)
     if (agg_rank(fh, i) == fh->rank)
@@ -285,10 +287,12 @@ static int agg_setup(swarm_cio_file_t fh) {
                            "window (%lld bytes here)",
                            (long long)bytes);
     MPI_Win_lock_all(MPI_MODE_NOCHECK, fh->win);
+    /* From here the window exists on every rank: a failure below is kept
+     * in agg_rc (later calls fail too) and agg_free frees it at close. */
     fh->agg_ready = 1;
     fh->agg_base = calloc((size_t)fh->cb_nodes, sizeof *fh->agg_base);
     if (!fh->agg_base)
-      return cio_set_error(MPI_ERR_NO_MEM, "out of memory");
+      return fh->agg_rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory");
     for (int i = 0; i < fh->cb_nodes; i++) {
       MPI_Aint sz;
       int du;
@@ -308,10 +312,11 @@ static int agg_setup(swarm_cio_file_t fh) {
         free(fh->slots[s]);
       free(fh->slots);
       fh->slots = NULL;
-      return cio_set_error(errno_class(e),
-                           "cannot set up the aggregator (%lld bytes of "
-                           "buffer, I/O thread): %s",
-                           (long long)fh->cb_size, strerror(e));
+      return fh->agg_rc =
+                 cio_set_error(errno_class(e),
+                               "cannot set up the aggregator (%lld bytes of "
+                               "buffer, I/O thread): %s",
+                               (long long)fh->cb_size, strerror(e));
     }
   }
   fh->agg_ready = 1;
