@@ -671,6 +671,14 @@ typedef struct plan {
   int64_t *others;
   int *ocount, *odispl; /* in int64 units */
   int64_t *span_lo, *span_hi, *cover;
+  /* shared window only: where cycle c's span starts in the aggregator's own
+   * stream when every byte of the span is its own (then its I/O goes
+   * straight between file and stream, no slot, no copy), else -1 */
+  int64_t *direct;
+  /* shared window only, equal on every rank: sync[c] = 1 when some rank
+   * copies to or from some aggregator's slot in cycle c (some aggregator's
+   * span of cycle c is not direct) */
+  unsigned char *sync;
   cursor_t *ocur; /* per rank */
   cursor_t *mcur; /* per aggregator */
   char *sbuf, *rbuf;
@@ -687,6 +695,8 @@ static void plan_free(plan_t *p) {
   free(p->span_lo);
   free(p->span_hi);
   free(p->cover);
+  free(p->direct);
+  free(p->sync);
   free(p->ocur);
   free(p->mcur);
   free(p->sbuf);
@@ -763,7 +773,13 @@ static int quiet_barrier(MPI_Comm comm) {
  * must not be the one whose pwrite is queued only after cycle c's barrier.
  * MPI_Win_sync around the barrier makes the copies and the I/O thread's
  * bytes (handed over under the I/O queue's mutex) visible to the other
- * ranks, as MPI's unified memory model asks. */
+ * ranks, as MPI's unified memory model asks.
+ *
+ * A cycle whose span holds only the aggregator's own bytes (p->direct, e.g.
+ * every cycle of a contiguous pattern) needs no exchange at all: the I/O
+ * thread preads / pwrites between the file and the aggregator's stream and
+ * nobody copies. The stream is the caller's buffer, and every op is waited
+ * for (slot waits, then the drain) before the call returns. */
 static int shm_cycles(swarm_cio_file_t fh, plan_t *p, char *stream,
                       int is_write, int64_t gmax) {
   int A = fh->cb_nodes, D = fh->depth, me = fh->agg_index;
@@ -773,7 +789,9 @@ static int shm_cycles(swarm_cio_file_t fh, plan_t *p, char *stream,
   int xrc = MPI_SUCCESS;
 #define QUEUE(kind, c)                                                         \
   cio_io_submit(io, kind, (int)((c) % D),                                      \
-                fh->slots[(c) % D] + (p->span_lo[c] - (flo + (c)*S)),          \
+                p->direct[c] >= 0                                              \
+                    ? stream + p->direct[c]                                    \
+                    : fh->slots[(c) % D] + (p->span_lo[c] - (flo + (c)*S)),    \
                 p->span_lo[c], p->span_hi[c] - p->span_lo[c])
   for (int64_t c = 0; me >= 0 && c < n && c < D; c++)
     if (needs_read(p, c, is_write))
@@ -781,11 +799,18 @@ static int shm_cycles(swarm_cio_file_t fh, plan_t *p, char *stream,
   for (int64_t c = 0; c < n + is_write; c++) {
     if (me >= 0 && c < n)
       cio_io_wait_slot(io, (int)(c % D));
-    MPI_Win_sync(fh->win);
-    if (quiet_barrier(fh->comm) != MPI_SUCCESS && xrc == MPI_SUCCESS)
-      xrc = cio_set_error(MPI_ERR_OTHER, "the barrier of cycle %lld failed",
-                          (long long)c);
-    MPI_Win_sync(fh->win);
+    /* The barrier guards slots that ranks share: cycle c's (filled / free
+     * before the copies) and cycle c - 1's (copies done before its pwrite
+     * and before its slot is refilled). A cycle in which every span is
+     * direct shares no slot, so between two such cycles there is none (a
+     * contiguous pattern runs without any). */
+    if ((c < n && p->sync[c]) || (c >= 1 && p->sync[c - 1])) {
+      MPI_Win_sync(fh->win);
+      if (quiet_barrier(fh->comm) != MPI_SUCCESS && xrc == MPI_SUCCESS)
+        xrc = cio_set_error(MPI_ERR_OTHER, "the barrier of cycle %lld failed",
+                            (long long)c);
+      MPI_Win_sync(fh->win);
+    }
     if (me >= 0 && c >= 1) {
       if (is_write && span_ok(p, c - 1))
         QUEUE(CIO_OP_WRITE, c - 1);
@@ -798,7 +823,10 @@ static int shm_cycles(swarm_cio_file_t fh, plan_t *p, char *stream,
       int64_t wlo = dom_lo(p, i, gmax) + c * S, dhi = dom_lo(p, i + 1, gmax);
       int64_t whi = wlo + S < dhi ? wlo + S : dhi, off, len, pos;
       char *slot = fh->agg_base[i] + (c % D) * S;
+      int direct = i == me && p->direct[c] >= 0; /* the I/O thread does it */
       while (cursor_next(&p->mcur[i], whi, &off, &len, &pos)) {
+        if (direct)
+          continue;
         if (is_write)
           memcpy(slot + (off - wlo), stream + pos, (size_t)len);
         else
@@ -979,6 +1007,39 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
         }
       }
     }
+    /* Spans that are all this rank's own bytes, and no other rank's (ranks
+     * may read the same bytes): those bytes are consecutive in its stream
+     * too (the view is monotonic and nobody else's bytes lie between), so
+     * the span maps to one stream range. */
+    if (rc == MPI_SUCCESS && fh->shm &&
+        !(p.direct = malloc(((size_t)p.ncycles + 1) * sizeof(int64_t))))
+      rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for the cycle plan");
+    if (rc == MPI_SUCCESS && fh->shm) {
+      int64_t *own = calloc((size_t)p.ncycles + 1, sizeof(int64_t));
+      if (!own)
+        rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for the cycle plan");
+      for (int64_t c = 0; own && c < p.ncycles; c++)
+        p.direct[c] = -1;
+      const int64_t *t = p.mine + 3 * p.first[me_agg];
+      for (size_t j = 0; own && j < p.first[me_agg + 1] - p.first[me_agg];
+           j++) {
+        int64_t off = t[3 * j], end = off + t[3 * j + 1];
+        while (off < end) {
+          int64_t c = (off - flo) / S;
+          int64_t whi = flo + (c + 1) * S;
+          int64_t e = end < whi ? end : whi;
+          if (own[c] == 0)
+            p.direct[c] = t[3 * j + 2] + (off - t[3 * j]);
+          own[c] += e - off;
+          off = e;
+        }
+      }
+      for (int64_t c = 0; own && c < p.ncycles; c++)
+        if (!span_ok(&p, c) || own[c] != p.span_hi[c] - p.span_lo[c] ||
+            p.cover[c] != own[c]) /* others read the same bytes */
+          p.direct[c] = -1;
+      free(own);
+    }
   }
   /* exchange buffers, sized for the largest cycle, so the loop below
    * cannot fail half way: this rank's side holds at most one window per
@@ -990,12 +1051,24 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
       agg_cap = p.cover[c];
   if (fh->shm) /* no exchange buffers: ranks copy to and from the slots */
     mine_cap = agg_cap = 0;
+  if (rc == MPI_SUCCESS && fh->shm &&
+      !(p.sync = calloc((size_t)p.ncycles + 1, 1)))
+    rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for the cycle plan");
   if (rc == MPI_SUCCESS && (grow(is_write ? &p.sbuf : &p.rbuf,
                                  is_write ? &p.scap : &p.rcap, mine_cap) ||
                             grow(is_write ? &p.rbuf : &p.sbuf,
                                  is_write ? &p.rcap : &p.scap, agg_cap)))
     rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for exchange buffers");
   rc = agree(comm, rc);
+  if (rc == MPI_SUCCESS && fh->shm) {
+    for (int64_t c = 0; me_agg >= 0 && c < p.ncycles; c++)
+      p.sync[c] = span_ok(&p, c) && p.direct[c] < 0;
+    if (p.ncycles > 0 &&
+        MPI_Allreduce(MPI_IN_PLACE, p.sync, (int)p.ncycles, MPI_UNSIGNED_CHAR,
+                      MPI_MAX, comm) != MPI_SUCCESS)
+      rc = agree(comm, cio_set_error(MPI_ERR_OTHER,
+                                     "allreduce of the cycle plan failed"));
+  }
   if (rc != MPI_SUCCESS) {
     plan_free(&p);
     return rc;

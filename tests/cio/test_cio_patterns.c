@@ -28,6 +28,7 @@ typedef struct pattern {
   MPI_Datatype mtype;        /* memory type of one item */
   int count;                 /* items per call */
   int calls;                 /* consecutive collective calls */
+  int read_only;             /* ranks overlap: writing would be undefined */
 } pattern_t;
 
 static void fill_file(const char *path, unsigned seed) {
@@ -107,6 +108,11 @@ static void run(const pattern_t *p, MPI_Info info, const char *hints) {
         (long long)pos, (long long)mpos);
   MPI_File_close(&mf);
   CHECK(swarm_cio_close(&sf) == MPI_SUCCESS && sf == NULL, "close");
+  if (p->read_only) {
+    free(a);
+    free(b);
+    return;
+  }
 
   /* ---- write: MPI into junk, then swarm into the same junk ---- */
   for (size_t i = 0; i < mb; i++)
@@ -153,32 +159,34 @@ static MPI_Datatype resized(MPI_Datatype t, MPI_Aint ext) {
 
 static void *suite(void *arg) {
   (void)arg;
-  pattern_t pats[8];
+  pattern_t pats[9];
   int np = 0;
   MPI_Datatype t;
-  /* contiguous per-rank slabs, size not a multiple of any buffer */
+  /* every rank reads the same bytes (an aggregator's span then holds its
+   * own bytes and everybody else's: no direct I/O into its buffer alone) */
   pats[np++] = (pattern_t){
-      "contig", (MPI_Offset)rank * 20011, MPI_BYTE, MPI_BYTE, MPI_BYTE, 20011,
-      1};
+      "same bytes on every rank", 0, MPI_BYTE, MPI_BYTE, MPI_BYTE, 30001, 1, 1};
+  /* contiguous per-rank slabs, size not a multiple of any buffer */
+  pats[np++] = (pattern_t){"contig", (MPI_Offset)rank * 20011,
+                           MPI_BYTE, MPI_BYTE,
+                           MPI_BYTE, 20011,
+                           1,        0};
   /* HPIO-like: 512-byte blocks strided 512 * P, two calls */
   MPI_Type_contiguous(512, MPI_BYTE, &t);
   pats[np++] = (pattern_t){"strided", (MPI_Offset)rank * 512,
                            MPI_BYTE,  resized(t, 512 * nprocs),
                            MPI_BYTE,  512 * 37,
-                           2};
+                           2,         0};
   /* irregular hindexed blocks with holes nobody writes */
   {
     int bl[5] = {3, 100, 1, 77, 250};
     MPI_Aint d[5] = {5, 40, 160, 170, 400};
     MPI_Type_create_hindexed(5, bl, d, MPI_BYTE, &t);
     MPI_Datatype r = resized(t, 700 * nprocs);
-    pats[np++] = (pattern_t){"irregular",
-                             (MPI_Offset)rank * 700 + 13,
-                             MPI_BYTE,
-                             r,
-                             MPI_BYTE,
-                             431 * 23 + 17,
-                             1};
+    pats[np++] = (pattern_t){"irregular", (MPI_Offset)rank * 700 + 13,
+                             MPI_BYTE,    r,
+                             MPI_BYTE,    431 * 23 + 17,
+                             1,           0};
   }
   /* int etype, struct filetype, non-contiguous memory (vector of ints) */
   {
@@ -191,7 +199,7 @@ static void *suite(void *arg) {
     MPI_Type_vector(5, 1, 2, MPI_INT, &m);
     MPI_Type_commit(&m);
     pats[np++] = (pattern_t){
-        "struct+memvector", (MPI_Offset)rank * 32, MPI_INT, r, m, 300, 1};
+        "struct+memvector", (MPI_Offset)rank * 32, MPI_INT, r, m, 300, 1, 0};
   }
   /* 2-D subarray: ranks own column blocks of a 97 x (60*P) char array */
   {
@@ -199,7 +207,8 @@ static void *suite(void *arg) {
         starts[2] = {0, 60 * rank};
     MPI_Type_create_subarray(2, sizes, subs, starts, MPI_ORDER_C, MPI_BYTE, &t);
     MPI_Type_commit(&t);
-    pats[np++] = (pattern_t){"subarray", 0, MPI_BYTE, t, MPI_BYTE, 97 * 60, 1};
+    pats[np++] =
+        (pattern_t){"subarray", 0, MPI_BYTE, t, MPI_BYTE, 97 * 60, 1, 0};
   }
   /* indexed_block of doubles; the last rank has nothing to do */
   {
@@ -215,7 +224,8 @@ static void *suite(void *arg) {
                              v,
                              MPI_DOUBLE,
                              rank == nprocs - 1 ? 0 : 3 * 200,
-                             1};
+                             1,
+                             0};
   }
   /* shm "0": the exchange by messages (depth 1 always uses them); otherwise
    * through the shared window, as every rank here shares one node. */
