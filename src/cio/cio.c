@@ -37,6 +37,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -731,19 +732,24 @@ static int needs_read(const plan_t *p, int64_t c, int is_write) {
          (!is_write || p->cover[c] != p->span_hi[c] - p->span_lo[c]);
 }
 
-/* MPI_Barrier that naps instead of spinning while it waits: the waiting
- * rank's core is then free for the I/O threads and the ranks still copying
- * (MPI libraries poll in their barriers, and on a busy node the poll takes
- * the CPU the others need to arrive). A nap of 20 us is short against a
- * cycle (milliseconds of I/O and copying). */
+/* MPI_Barrier that gives its core away while it waits: the waiting rank's
+ * core is then free for the I/O threads and the ranks still copying (MPI
+ * libraries poll in their barriers, and on a busy node the poll takes the
+ * CPU the others need to arrive). It first tests with sched_yield between
+ * tries (a barrier usually completes within microseconds of the last rank's
+ * copies, and a timed sleep costs at least the 50 us timer slack), then
+ * naps 20 us at a time. */
 static int quiet_barrier(MPI_Comm comm) {
   MPI_Request req;
   int rc = MPI_Ibarrier(comm, &req), done = 0;
-  while (rc == MPI_SUCCESS && !done) {
+  for (int tries = 0; rc == MPI_SUCCESS && !done; tries++) {
     rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
     if (rc == MPI_SUCCESS && !done) {
       struct timespec nap = {0, 20000};
-      nanosleep(&nap, NULL);
+      if (tries < 64)
+        sched_yield();
+      else
+        nanosleep(&nap, NULL);
     }
   }
   return rc;
