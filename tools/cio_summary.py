@@ -6,7 +6,8 @@ more files: several sweeps are pooled). Each run prints the reference MPI-IO
 line and then swarm's line, measured alternately in the same run; a row here
 is one (op, pattern, ranks, cb_buffer_size, cache) point, with the median
 MiB/s over the runs of each reference and of swarm's runs against it, and
-the ratio of those medians. Usage: cio_summary.py FILE... [--cold-only]
+`x`, the median over runs of swarm / reference within a run (paired, so a
+load change between runs moves both sides of a ratio alike). Usage: cio_summary.py FILE... [--cold-only]
 [--min-cycles N] (N counts ROMIO's cycles: domain / cb_buffer_size).
 """
 import json
@@ -61,9 +62,12 @@ def main(argv):
                 continue
             a, b = pts[key][ref]
             ma, mb = statistics.median(a), statistics.median(b)
-            row += f" {ma:.0f} | {mb:.0f} | {mb / ma:.2f} |"
+            x = statistics.median([y / z for y, z in zip(b, a)])
+            row += f" {ma:.0f} | {mb:.0f} | {x:.2f} |"
         print(row)
-    print(f"\nswarm byte-identical to MPI-IO in every run: {ident}")
+    runs = max(len(v[0]) for d in pts.values() for v in d.values()) if pts else 0
+    print(f"\nruns per point: up to {runs}; "
+          f"swarm byte-identical to MPI-IO in every run: {ident}")
     return 0 if ident else 1
 
 
