@@ -3,19 +3,30 @@
  * MPI_File_write_all on the same file and view, in one run (issue 8).
  *
  *   mpirun -n P build/bench/cio [--pattern hpio|contig] [--op read|write]
- *       [--cb SIZE] [--per-rank SIZE] [--depth D] [--cold] [--reps N]
- *       [--mpiio romio|ompio] [--file PATH]
+ *       [--cb SIZE[,SIZE...]] [--per-rank SIZE] [--depth D] [--cold]
+ *       [--cache warm|cold|warm,cold] [--reps N]
+ *       [--mpiio romio|ompio] [--file PATH] [--exchange shm|msg]
+ *       [--slot SIZE]
+ *   mpirun.mpich -n P build/bench/cio-mpich ...   (same flags; --mpiio is
+ *       MPICH's ROMIO, printed as "mpich-romio", swarm as "swarm-mpich")
  *
  * hpio: each rank's data are 4 KiB blocks strided 4 KiB * P (rank r's blocks
  * at r*4K + k*4K*P); contig: rank r owns [r*per_rank, (r+1)*per_rank).
  * Both implementations get the same cb_buffer_size and cb_nodes (= P), so
  * the same collective-buffer memory: swarm splits its cb_buffer_size into
- * `depth` pipeline buffers. --cold drops the file from the page cache
- * (fsync + posix_fadvise DONTNEED on every rank) before every timed call.
+ * `depth` pipeline buffers (each at most --slot, swarm_cio_slot_size).
+ * --cold (--cache cold) drops the file from the page cache (fsync +
+ * posix_fadvise DONTNEED on every rank) before every timed call. Several
+ * --cb sizes and both caches may be measured in one run (one file, one MPI
+ * start: what keeps `make bench-cio` short); each point prints its own pair
+ * of lines.
  * The time is from a barrier before the call to a barrier after it; each
  * implementation runs --reps times (alternating) and the median is printed,
- * as one JSON line per implementation. `identical` is true when swarm's
- * bytes equal MPI-IO's (the MPI line is the reference).
+ * as one JSON line per implementation, with `cpu_s`, the median CPU
+ * seconds (user + system, every thread) summed over the ranks: on a shared,
+ * oversubscribed machine the work done is steadier than the time taken.
+ * `identical` is true when swarm's bytes equal MPI-IO's (the MPI line is the
+ * reference).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -59,6 +71,14 @@ static double now(void) {
   return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
+/* CPU seconds of this process, every thread (the I/O thread included). */
+static double cpu_now(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec +
+         (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
 static void drop_cache(const char *path) {
   int fd = open(path, O_RDWR);
   if (fd >= 0) {
@@ -76,12 +96,15 @@ static int cmp_double(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
   const char *pattern = "hpio", *op = "read", *mpiio = "romio", *file = NULL;
-  int64_t cb = 16 << 20, per_rank = 64 << 20;
-  int depth = 4, cold = 0, reps = 3;
+  int64_t cbl[16] = {16 << 20}, per_rank = 64 << 20,
+          slot_max = SWARM_CIO_DEFAULT_SLOT_SIZE;
+  int ncb = 1, coldl[2] = {0}, ncache = 1;
+  int depth = 4, reps = 3, shm = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--cold")) {
-      cold = 1;
+      coldl[0] = 1;
+      ncache = 1;
       continue;
     }
     if (!v)
@@ -95,14 +118,36 @@ int main(int argc, char **argv) {
       mpiio = v;
     else if (!strcmp(a, "--file"))
       file = v;
-    else if (!strcmp(a, "--cb"))
-      cb = parse_size(v);
-    else if (!strcmp(a, "--per-rank"))
+    else if (!strcmp(a, "--cb")) {
+      char tmp[256];
+      snprintf(tmp, sizeof tmp, "%s", v);
+      ncb = 0;
+      for (char *t = strtok(tmp, ","); t && ncb < 16; t = strtok(NULL, ","))
+        if ((cbl[ncb++] = parse_size(t)) <= 0)
+          goto usage;
+      if (ncb == 0)
+        goto usage;
+    } else if (!strcmp(a, "--cache")) {
+      if (!strcmp(v, "warm") || !strcmp(v, "cold")) {
+        coldl[0] = !strcmp(v, "cold");
+        ncache = 1;
+      } else if (!strcmp(v, "warm,cold")) {
+        coldl[0] = 0;
+        coldl[1] = 1;
+        ncache = 2;
+      } else
+        goto usage;
+    } else if (!strcmp(a, "--per-rank"))
       per_rank = parse_size(v);
+    else if (!strcmp(a, "--slot"))
+      slot_max = parse_size(v);
     else if (!strcmp(a, "--depth"))
       depth = atoi(v);
     else if (!strcmp(a, "--reps"))
       reps = atoi(v);
+    else if (!strcmp(a, "--exchange") &&
+             (!strcmp(v, "shm") || !strcmp(v, "msg")))
+      shm = !strcmp(v, "shm");
     else
       goto usage;
   }
@@ -110,10 +155,18 @@ int main(int argc, char **argv) {
     goto usage;
   if (strcmp(op, "read") && strcmp(op, "write"))
     goto usage;
+#ifdef OPEN_MPI
   const char *component = !strcmp(mpiio, "romio")   ? "romio321"
                           : !strcmp(mpiio, "ompio") ? "ompio"
                                                     : NULL;
-  if (!component || cb <= 0 || per_rank <= 0 || depth < 1 || reps < 1)
+  const char *swarm_impl = "swarm";
+#else /* MPICH (build/bench/cio-mpich): its ROMIO is its only MPI-IO */
+  const char *component =
+      !strcmp(mpiio, "romio") || !strcmp(mpiio, "mpich-romio") ? "romio" : NULL;
+  const char *swarm_impl = "swarm-mpich";
+  mpiio = "mpich-romio";
+#endif
+  if (!component || per_rank <= 0 || depth < 1 || reps < 1 || slot_max <= 0)
     goto usage;
   /* Open MPI picks its io component from the environment at MPI_Init. */
   setenv("OMPI_MCA_io", component, 1);
@@ -147,17 +200,18 @@ int main(int argc, char **argv) {
     MPI_Type_free(&blk);
     disp = rank * BLK;
   }
-  char cbs[32], nodes[16], ds[16];
-  snprintf(cbs, sizeof cbs, "%lld", (long long)cb);
+  char cbs[32], nodes[16], ds[16], ss[32];
+  snprintf(ss, sizeof ss, "%lld", (long long)slot_max);
   snprintf(nodes, sizeof nodes, "%d", P);
   snprintf(ds, sizeof ds, "%d", depth);
   MPI_Info info;
   MPI_Info_create(&info);
-  MPI_Info_set(info, "cb_buffer_size", cbs);
   MPI_Info_set(info, "cb_nodes", nodes);
   MPI_Info_set(info, "romio_cb_read", "enable");
   MPI_Info_set(info, "romio_cb_write", "enable");
   MPI_Info_set(info, "swarm_cio_depth", ds);
+  MPI_Info_set(info, "swarm_cio_shm", shm ? "1" : "0");
+  MPI_Info_set(info, "swarm_cio_slot_size", ss);
 
   /* the data: every byte of the file is some rank's */
   char *data = malloc((size_t)per_rank), *got = malloc((size_t)per_rank);
@@ -181,87 +235,108 @@ int main(int argc, char **argv) {
   MPI_Barrier(MPI_COMM_WORLD);
 
   double *tm = calloc((size_t)reps, sizeof *tm),
-         *ts = calloc((size_t)reps, sizeof *ts);
-  int identical = 1;
-  for (int r = 0; r < reps; r++) {
-    for (int impl = 0; impl < 2; impl++) { /* 0: MPI-IO, 1: swarm */
-      if (is_write && rank == 0 && (ftruncate(fd, 0) || ftruncate(fd, total)))
-        die("ftruncate failed");
-      MPI_Barrier(MPI_COMM_WORLD);
-      if (cold)
-        drop_cache(path);
-      char *buf = impl == 0 ? ref : got;
-      if (!is_write)
-        memset(buf, 0, (size_t)per_rank);
-      MPI_Barrier(MPI_COMM_WORLD);
-      double t0 = now();
-      int rc;
-      if (impl == 0) {
-        MPI_File f;
-        rc = MPI_File_open(MPI_COMM_WORLD, path,
-                           is_write ? MPI_MODE_WRONLY : MPI_MODE_RDONLY, info,
-                           &f);
-        if (rc == MPI_SUCCESS) {
-          MPI_File_set_view(f, disp, MPI_BYTE, ftype, "native", info);
-          rc = is_write ? MPI_File_write_all(f, data, (int)per_rank, MPI_BYTE,
-                                             MPI_STATUS_IGNORE)
-                        : MPI_File_read_all(f, buf, (int)per_rank, MPI_BYTE,
-                                            MPI_STATUS_IGNORE);
-          MPI_File_close(&f);
+         *ts = calloc((size_t)reps, sizeof *ts),
+         *cm = calloc((size_t)reps, sizeof *cm),
+         *cs = calloc((size_t)reps, sizeof *cs);
+  int every_ident = 1;
+  for (int point = 0; point < ncb * ncache; point++) {
+    int64_t cb = cbl[point / ncache];
+    int cold = coldl[point % ncache];
+    snprintf(cbs, sizeof cbs, "%lld", (long long)cb);
+    MPI_Info_set(info, "cb_buffer_size", cbs);
+    int identical = 1;
+    for (int r = 0; r < reps; r++) {
+      for (int impl = 0; impl < 2; impl++) { /* 0: MPI-IO, 1: swarm */
+        if (is_write && rank == 0 && (ftruncate(fd, 0) || ftruncate(fd, total)))
+          die("ftruncate failed");
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (cold)
+          drop_cache(path);
+        char *buf = impl == 0 ? ref : got;
+        if (!is_write)
+          memset(buf, 0, (size_t)per_rank);
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = now(), c0 = cpu_now();
+        int rc;
+        if (impl == 0) {
+          MPI_File f;
+          rc = MPI_File_open(MPI_COMM_WORLD, path,
+                             is_write ? MPI_MODE_WRONLY : MPI_MODE_RDONLY, info,
+                             &f);
+          if (rc == MPI_SUCCESS) {
+            MPI_File_set_view(f, disp, MPI_BYTE, ftype, "native", info);
+            rc = is_write ? MPI_File_write_all(f, data, (int)per_rank, MPI_BYTE,
+                                               MPI_STATUS_IGNORE)
+                          : MPI_File_read_all(f, buf, (int)per_rank, MPI_BYTE,
+                                              MPI_STATUS_IGNORE);
+            MPI_File_close(&f);
+          }
+        } else {
+          swarm_cio_file_t f;
+          rc = swarm_cio_open(MPI_COMM_WORLD, path,
+                              is_write ? MPI_MODE_WRONLY : MPI_MODE_RDONLY,
+                              info, &f);
+          if (rc == MPI_SUCCESS) {
+            rc = swarm_cio_set_view(f, disp, MPI_BYTE, ftype, "native", info);
+            if (rc == MPI_SUCCESS)
+              rc = is_write ? swarm_cio_write_all(f, data, (int)per_rank,
+                                                  MPI_BYTE, MPI_STATUS_IGNORE)
+                            : swarm_cio_read_all(f, buf, (int)per_rank,
+                                                 MPI_BYTE, MPI_STATUS_IGNORE);
+            swarm_cio_close(&f);
+          }
+          if (rc != MPI_SUCCESS && rank == 0)
+            fprintf(stderr, "swarm_cio: %s\n", swarm_cio_errmsg());
         }
-      } else {
-        swarm_cio_file_t f;
-        rc = swarm_cio_open(MPI_COMM_WORLD, path,
-                            is_write ? MPI_MODE_WRONLY : MPI_MODE_RDONLY, info,
-                            &f);
-        if (rc == MPI_SUCCESS) {
-          rc = swarm_cio_set_view(f, disp, MPI_BYTE, ftype, "native", info);
-          if (rc == MPI_SUCCESS)
-            rc = is_write ? swarm_cio_write_all(f, data, (int)per_rank,
-                                                MPI_BYTE, MPI_STATUS_IGNORE)
-                          : swarm_cio_read_all(f, buf, (int)per_rank, MPI_BYTE,
-                                               MPI_STATUS_IGNORE);
-          swarm_cio_close(&f);
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t = now() - t0, cpu = cpu_now() - c0, cpu_all = 0;
+        MPI_Reduce(&cpu, &cpu_all, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS)
+          die(impl ? "swarm collective I/O failed" : "MPI-IO failed");
+        (impl ? ts : tm)[r] = t;
+        (impl ? cs : cm)[r] = cpu_all;
+        if (is_write) { /* this rank's share of the file, as written */
+          if (pread(fd, buf, (size_t)per_rank, rank * per_rank) != per_rank)
+            die("pread of the written file failed");
         }
-        if (rc != MPI_SUCCESS && rank == 0)
-          fprintf(stderr, "swarm_cio: %s\n", swarm_cio_errmsg());
+        MPI_Barrier(MPI_COMM_WORLD); /* before the next truncate */
       }
-      MPI_Barrier(MPI_COMM_WORLD);
-      double t = now() - t0;
-      if (rc != MPI_SUCCESS)
-        die(impl ? "swarm collective I/O failed" : "MPI-IO failed");
-      (impl ? ts : tm)[r] = t;
-      if (is_write) { /* this rank's share of the file, as written */
-        if (pread(fd, buf, (size_t)per_rank, rank * per_rank) != per_rank)
-          die("pread of the written file failed");
-      }
-      MPI_Barrier(MPI_COMM_WORLD); /* before the next truncate */
+      if (memcmp(ref, got, (size_t)per_rank) != 0)
+        identical = 0;
     }
-    if (memcmp(ref, got, (size_t)per_rank) != 0)
-      identical = 0;
-  }
-  int all_ident;
-  MPI_Allreduce(&identical, &all_ident, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  qsort(tm, (size_t)reps, sizeof *tm, cmp_double);
-  qsort(ts, (size_t)reps, sizeof *ts, cmp_double);
-  if (rank == 0) {
-    double mib = (double)total / (1 << 20);
-    int64_t dom = total / P, slot = (cb + depth - 1) / depth;
-    printf("{\"impl\":\"%s\",\"op\":\"%s\",\"pattern\":\"%s\",\"ranks\":%d,"
-           "\"cb_buffer_size\":%lld,\"cycles\":%lld,\"per_rank\":%lld,"
-           "\"cold\":%s,\"reps\":%d,\"seconds\":%.4f,\"mib_per_s\":%.1f,"
-           "\"identical\":true}\n",
-           mpiio, op, pattern, P, (long long)cb,
-           (long long)((dom + cb - 1) / cb), (long long)per_rank,
-           cold ? "true" : "false", reps, tm[reps / 2], mib / tm[reps / 2]);
-    printf("{\"impl\":\"swarm\",\"op\":\"%s\",\"pattern\":\"%s\",\"ranks\":%d,"
-           "\"cb_buffer_size\":%lld,\"depth\":%d,\"cycles\":%lld,"
-           "\"per_rank\":%lld,\"cold\":%s,\"reps\":%d,\"seconds\":%.4f,"
-           "\"mib_per_s\":%.1f,\"identical\":%s,\"vs\":\"%s\"}\n",
-           op, pattern, P, (long long)cb, depth,
-           (long long)((dom + slot - 1) / slot), (long long)per_rank,
-           cold ? "true" : "false", reps, ts[reps / 2], mib / ts[reps / 2],
-           all_ident ? "true" : "false", mpiio);
+    int all_ident;
+    MPI_Allreduce(&identical, &all_ident, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    qsort(tm, (size_t)reps, sizeof *tm, cmp_double);
+    qsort(ts, (size_t)reps, sizeof *ts, cmp_double);
+    qsort(cm, (size_t)reps, sizeof *cm, cmp_double);
+    qsort(cs, (size_t)reps, sizeof *cs, cmp_double);
+    if (rank == 0) {
+      double mib = (double)total / (1 << 20);
+      int64_t dom = total / P, slot = (cb + depth - 1) / depth;
+      if (slot > slot_max)
+        slot = slot_max;
+      printf("{\"impl\":\"%s\",\"op\":\"%s\",\"pattern\":\"%s\",\"ranks\":%d,"
+             "\"cb_buffer_size\":%lld,\"cycles\":%lld,\"per_rank\":%lld,"
+             "\"cold\":%s,\"reps\":%d,\"seconds\":%.4f,\"mib_per_s\":%.1f,"
+             "\"cpu_s\":%.4f,\"identical\":true}\n",
+             mpiio, op, pattern, P, (long long)cb,
+             (long long)((dom + cb - 1) / cb), (long long)per_rank,
+             cold ? "true" : "false", reps, tm[reps / 2], mib / tm[reps / 2],
+             cm[reps / 2]);
+      printf(
+          "{\"impl\":\"%s\",\"op\":\"%s\",\"pattern\":\"%s\",\"ranks\":%d,"
+          "\"cb_buffer_size\":%lld,\"depth\":%d,\"slot\":%lld,\"cycles\":%lld,"
+          "\"per_rank\":%lld,\"cold\":%s,\"reps\":%d,\"seconds\":%.4f,"
+          "\"mib_per_s\":%.1f,\"cpu_s\":%.4f,\"identical\":%s,\"vs\":\"%s\","
+          "\"exchange\":\"%s\"}\n",
+          swarm_impl, op, pattern, P, (long long)cb, depth, (long long)slot,
+          (long long)((dom + slot - 1) / slot), (long long)per_rank,
+          cold ? "true" : "false", reps, ts[reps / 2], mib / ts[reps / 2],
+          cs[reps / 2], all_ident ? "true" : "false", mpiio,
+          shm ? "shm" : "msg");
+      fflush(stdout);
+    }
+    every_ident &= all_ident;
   }
   close(fd);
   MPI_Barrier(MPI_COMM_WORLD);
@@ -275,11 +350,15 @@ int main(int argc, char **argv) {
   free(ref);
   free(tm);
   free(ts);
+  free(cm);
+  free(cs);
   MPI_Finalize();
-  return all_ident ? 0 : 1;
+  return every_ident ? 0 : 1;
 usage:
   fprintf(stderr, "usage: cio [--pattern hpio|contig] [--op read|write] "
-                  "[--cb SIZE] [--per-rank SIZE] [--depth D] [--cold] "
-                  "[--reps N] [--mpiio romio|ompio] [--file PATH]\n");
+                  "[--cb SIZE[,SIZE...]] [--per-rank SIZE] [--depth D] "
+                  "[--cold] [--cache warm|cold|warm,cold] [--reps N] [--mpiio "
+                  "romio|ompio|mpich-romio] "
+                  "[--file PATH] [--exchange shm|msg] [--slot SIZE]\n");
   return 2;
 }

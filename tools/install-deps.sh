@@ -3,6 +3,8 @@
 # Idempotent: packages already installed are left alone and apt is not run at
 # all when nothing is missing. Uses sudo when not root.
 # Package lists live in tools/deps/*.txt, one package per line (# comments).
+# A group may also have tools/deps/GROUP.post, run after its packages are
+# present (every time, so it must be idempotent), e.g. to pin alternatives.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 groups=("$@")
@@ -22,8 +24,14 @@ for p in "${want[@]}"; do
     missing+=("$p")
   fi
 done
+post() {
+  for g in "${groups[@]}"; do
+    [ ! -x "$here/deps/$g.post" ] || "$here/deps/$g.post"
+  done
+}
 if [ ${#missing[@]} -eq 0 ]; then
   echo "deps: all ${#want[@]} packages present (${groups[*]})"
+  post
   exit 0
 fi
 sudo=""
@@ -34,3 +42,4 @@ export DEBIAN_FRONTEND=noninteractive
 lock="-o DPkg::Lock::Timeout=300"
 $sudo apt-get $lock update -qq
 $sudo apt-get $lock install -y -qq --no-install-recommends "${missing[@]}"
+post

@@ -9,3 +9,11 @@ add_executable(bench_cio ${CMAKE_CURRENT_LIST_DIR}/../cio.c)
 set_target_properties(bench_cio PROPERTIES OUTPUT_NAME cio
   RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bench)
 target_link_libraries(bench_cio PRIVATE swarm_cio MPI::MPI_C)
+# build/bench/cio-mpich: the same program built against MPICH and its ROMIO,
+# linked to libswarm-cio-mpich; run it with mpirun.mpich.
+if(TARGET swarm_cio_mpich)
+  add_executable(bench_cio_mpich ${CMAKE_CURRENT_LIST_DIR}/../cio.c)
+  set_target_properties(bench_cio_mpich PROPERTIES OUTPUT_NAME cio-mpich
+    RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bench)
+  target_link_libraries(bench_cio_mpich PRIVATE swarm_cio_mpich)
+endif()

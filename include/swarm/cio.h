@@ -56,6 +56,7 @@ typedef struct swarm_cio_file *swarm_cio_file_t;
 #define SWARM_CIO_DEFAULT_CB_BUFFER_SIZE (16 * 1024 * 1024)
 #define SWARM_CIO_DEFAULT_DEPTH 4
 #define SWARM_CIO_MAX_DEPTH 64
+#define SWARM_CIO_DEFAULT_SLOT_SIZE (1024 * 1024)
 
 /* Opens `path` on every rank of `comm` (collective). `amode` takes MPI's
  * MPI_MODE_RDONLY / MPI_MODE_WRONLY / MPI_MODE_RDWR (exactly one), optionally
@@ -66,6 +67,14 @@ typedef struct swarm_cio_file *swarm_cio_file_t;
  *   cb_nodes         number of aggregators, 1..ranks (default: every rank;
  *                    a larger value is clamped to the number of ranks)
  *   swarm_cio_depth  pipeline buffers per aggregator, 1..64 (default 4)
+ *   swarm_cio_slot_size  the most bytes of one pipeline buffer (default
+ *                    1 MiB): each is min(cb_buffer_size / depth, this), so
+ *                    memory never exceeds cb_buffer_size and buffers stay
+ *                    cache-sized
+ *   swarm_cio_shm    1 (default): when every rank of comm shares one node
+ *                    and depth >= 2, the collective buffers are an MPI
+ *                    shared-memory window and ranks copy their pieces to and
+ *                    from them directly; 0: always exchange by messages
  * Unknown hints are ignored. The view starts as MPI's default (displacement
  * 0, etype and filetype MPI_BYTE). Returns MPI_SUCCESS and stores the handle
  * in *fh, or an error (MPI_ERR_NO_SUCH_FILE, MPI_ERR_ACCESS,

@@ -21,6 +21,13 @@
  *      first; the aggregator lays them over its slot and queues the pwrite;
  *      a span with holes was pread into the slot beforehand (queued behind
  *      the pwrite that last used the slot).
+ *      That is the exchange by messages. When every rank shares one node
+ *      (MPI_Comm_split_type) and depth >= 2, the slots live instead in an
+ *      MPI shared-memory window and each rank copies its own pieces straight
+ *      between its stream and the aggregators' slots, one barrier per cycle
+ *      (shm_cycles): one memcpy per byte, spread over all ranks, instead of
+ *      pack + send + receive + unpack with the aggregator in the middle.
+ *      Hint swarm_cio_shm=0 keeps messages.
  *   4. Drain the I/O thread and allreduce the error, so every rank returns
  *      the same result.
  * Invariants: the rank's MPI calls are all made by the calling thread; the
@@ -30,11 +37,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "swarm/cio.h"
@@ -52,6 +61,10 @@ struct swarm_cio_file {
   int64_t cb_size;
   int cb_nodes;
   int depth;
+  int64_t slot_max; /* swarm_cio_slot_size: cap of one pipeline buffer */
+  int shm_hint;     /* swarm_cio_shm: 1 = exchange through a shared window when
+                     * possible, 0 = always by messages */
+  int one_node;     /* every rank of comm shares this node's memory */
   /* view */
   MPI_Offset disp;
   int64_t esize;
@@ -63,7 +76,15 @@ struct swarm_cio_file {
   int agg_ready;
   int agg_index; /* -1: not an aggregator */
   int64_t slot_size;
-  char **slots;
+  char **slots; /* this aggregator's `depth` slots */
+  /* shared-window exchange (agg_setup decides): every aggregator's slots
+   * live in one MPI shared-memory window, which stays in a lock_all epoch
+   * while it exists; agg_base[i] is aggregator i's first slot, as mapped
+   * here. */
+  int shm;
+  int agg_rc; /* agg_setup's outcome, kept while agg_ready */
+  MPI_Win win;
+  char **agg_base;
   cio_io_t io;
 };
 
@@ -147,22 +168,29 @@ static int parse_int_hint(MPI_Info info, const char *key, int64_t lo,
   return MPI_SUCCESS;
 }
 
-/* Reads the hints in `info` over the current values in *cb, *nodes, *depth. */
+/* Reads the hints in `info` over the current values in *cb, *nodes, *depth,
+ * *shm, *slot. */
 static int parse_hints(MPI_Info info, int nprocs, int64_t *cb, int *nodes,
-                       int *depth) {
+                       int *depth, int *shm, int64_t *slot) {
   if (info == MPI_INFO_NULL)
     return MPI_SUCCESS;
-  int64_t c = *cb, n = *nodes, d = *depth;
+  int64_t c = *cb, n = *nodes, d = *depth, m = *shm, z = *slot;
   int rc = parse_int_hint(info, "cb_buffer_size", 1, (int64_t)1 << 40, &c);
   if (rc == MPI_SUCCESS)
     rc = parse_int_hint(info, "cb_nodes", 1, INT_MAX, &n);
   if (rc == MPI_SUCCESS)
     rc = parse_int_hint(info, "swarm_cio_depth", 1, SWARM_CIO_MAX_DEPTH, &d);
+  if (rc == MPI_SUCCESS)
+    rc = parse_int_hint(info, "swarm_cio_shm", 0, 1, &m);
+  if (rc == MPI_SUCCESS)
+    rc = parse_int_hint(info, "swarm_cio_slot_size", 1, (int64_t)1 << 40, &z);
   if (rc != MPI_SUCCESS)
     return rc;
   *cb = c;
   *nodes = n > nprocs ? nprocs : (int)n;
   *depth = (int)d;
+  *shm = (int)m;
+  *slot = z;
   return MPI_SUCCESS;
 }
 
@@ -201,42 +229,95 @@ static int agg_rank(const swarm_cio_file_t fh, int i) {
   return (int)((int64_t)i * fh->nprocs / fh->cb_nodes);
 }
 
+/* Collective (every rank calls it at the same point: close, or set_view
+ * with new hints). */
 static void agg_free(swarm_cio_file_t fh) {
   if (!fh->agg_ready)
     return;
-  if (fh->agg_index >= 0) {
+  if (fh->agg_index >= 0)
     cio_io_stop(&fh->io);
+  if (fh->shm) {
+    MPI_Win_unlock_all(fh->win);
+    MPI_Win_free(&fh->win);
+    free(fh->agg_base);
+    fh->agg_base = NULL;
+    fh->shm = 0;
+  } else if (fh->slots) {
     for (int s = 0; s < fh->depth; s++)
       free(fh->slots[s]);
-    free(fh->slots);
-    fh->slots = NULL;
   }
+  free(fh->slots);
+  fh->slots = NULL;
   fh->agg_ready = 0;
 }
 
+/* Collective: called by every rank at the same point of a collective call,
+ * after the ranks agreed that none failed. With the shared window, the
+ * window exists (and agg_ready is set) even if a later local step fails, so
+ * agg_free still frees it collectively. */
 static int agg_setup(swarm_cio_file_t fh) {
   if (fh->agg_ready)
-    return MPI_SUCCESS;
+    return fh->agg_rc;
+  fh->agg_rc = MPI_SUCCESS;
   fh->agg_index = -1;
   for (int i = 0; i < fh->cb_nodes; i++)
     if (agg_rank(fh, i) == fh->rank)
       fh->agg_index = i;
+  /* cb_buffer_size / depth, but at most slot_max: a buffer that fits the
+   * caches keeps each cycle's bytes cache-hot between the I/O thread's copy
+   * and the ranks' copies, and costs fewer page faults; never more memory
+   * than cb_buffer_size. */
   fh->slot_size = (fh->cb_size + fh->depth - 1) / fh->depth;
+  if (fh->slot_size > fh->slot_max)
+    fh->slot_size = fh->slot_max;
+  int64_t bytes = fh->agg_index >= 0 ? fh->slot_size * fh->depth : 0;
+  char *base = NULL;
+  /* Depth 1 keeps messages: the shared cycle loop frees a slot one barrier
+   * after its copies, so it needs a second slot to fill meanwhile. */
+  fh->shm = fh->shm_hint && fh->one_node && fh->depth >= 2;
+  if (fh->shm) {
+    MPI_Info winfo;
+    MPI_Info_create(&winfo);
+    MPI_Info_set(winfo, "alloc_shared_noncontig", "true");
+    int wrc = MPI_Win_allocate_shared((MPI_Aint)bytes, 1, winfo, fh->comm,
+                                      &base, &fh->win);
+    MPI_Info_free(&winfo);
+    if (wrc != MPI_SUCCESS)
+      return cio_set_error(MPI_ERR_NO_MEM,
+                           "cannot allocate the shared collective buffer "
+                           "window (%lld bytes here)",
+                           (long long)bytes);
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, fh->win);
+    /* From here the window exists on every rank: a failure below is kept
+     * in agg_rc (later calls fail too) and agg_free frees it at close. */
+    fh->agg_ready = 1;
+    fh->agg_base = calloc((size_t)fh->cb_nodes, sizeof *fh->agg_base);
+    if (!fh->agg_base)
+      return fh->agg_rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory");
+    for (int i = 0; i < fh->cb_nodes; i++) {
+      MPI_Aint sz;
+      int du;
+      MPI_Win_shared_query(fh->win, agg_rank(fh, i), &sz, &du,
+                           &fh->agg_base[i]);
+    }
+  }
   if (fh->agg_index >= 0) {
     fh->slots = calloc((size_t)fh->depth, sizeof *fh->slots);
     int ok = fh->slots != NULL;
     for (int s = 0; ok && s < fh->depth; s++)
-      ok = (fh->slots[s] = malloc((size_t)fh->slot_size)) != NULL;
+      ok = (fh->slots[s] = fh->shm ? base + s * fh->slot_size
+                                   : malloc((size_t)fh->slot_size)) != NULL;
     int e = ok ? cio_io_start(&fh->io, fh->fd, fh->depth) : ENOMEM;
     if (e) {
-      for (int s = 0; fh->slots && s < fh->depth; s++)
+      for (int s = 0; !fh->shm && fh->slots && s < fh->depth; s++)
         free(fh->slots[s]);
       free(fh->slots);
       fh->slots = NULL;
-      return cio_set_error(errno_class(e),
-                           "cannot set up the aggregator (%lld bytes of "
-                           "buffer, I/O thread): %s",
-                           (long long)fh->cb_size, strerror(e));
+      return fh->agg_rc =
+                 cio_set_error(errno_class(e),
+                               "cannot set up the aggregator (%lld bytes of "
+                               "buffer, I/O thread): %s",
+                               (long long)fh->cb_size, strerror(e));
     }
   }
   fh->agg_ready = 1;
@@ -263,7 +344,8 @@ int swarm_cio_open(MPI_Comm comm, const char *path, int amode, MPI_Info info,
   int rc = MPI_SUCCESS;
   int access = amode & (MPI_MODE_RDONLY | MPI_MODE_WRONLY | MPI_MODE_RDWR);
   int64_t cb = SWARM_CIO_DEFAULT_CB_BUFFER_SIZE;
-  int nodes = nprocs, depth = SWARM_CIO_DEFAULT_DEPTH;
+  int nodes = nprocs, depth = SWARM_CIO_DEFAULT_DEPTH, shm = 1;
+  int64_t slot = SWARM_CIO_DEFAULT_SLOT_SIZE;
   if (!fh)
     rc = cio_set_error(MPI_ERR_ARG, "swarm_cio_open: fh is NULL");
   else if (!path || !*path)
@@ -282,11 +364,12 @@ int swarm_cio_open(MPI_Comm comm, const char *path, int amode, MPI_Info info,
     rc = cio_set_error(MPI_ERR_AMODE, "swarm_cio_open: MPI_MODE_RDONLY with "
                                       "MPI_MODE_CREATE or MPI_MODE_EXCL");
   if (rc == MPI_SUCCESS)
-    rc = parse_hints(info, nprocs, &cb, &nodes, &depth);
-  static const char *const names[] = {"amode", "cb_buffer_size", "cb_nodes",
-                                      "swarm_cio_depth"};
-  int64_t vals[4] = {amode, cb, nodes, depth};
-  rc = agree_values(comm, rc, vals, 4, names);
+    rc = parse_hints(info, nprocs, &cb, &nodes, &depth, &shm, &slot);
+  static const char *const names[] = {"amode",         "cb_buffer_size",
+                                      "cb_nodes",      "swarm_cio_depth",
+                                      "swarm_cio_shm", "swarm_cio_slot_size"};
+  int64_t vals[6] = {amode, cb, nodes, depth, shm, slot};
+  rc = agree_values(comm, rc, vals, 6, names);
   if (rc != MPI_SUCCESS)
     return rc;
 
@@ -338,6 +421,16 @@ int swarm_cio_open(MPI_Comm comm, const char *path, int amode, MPI_Info info,
   f->cb_size = cb;
   f->cb_nodes = nodes;
   f->depth = depth;
+  f->shm_hint = shm;
+  f->slot_max = slot;
+  MPI_Comm node;
+  int nnode = 0;
+  if (MPI_Comm_split_type(f->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
+                          &node) == MPI_SUCCESS) {
+    MPI_Comm_size(node, &nnode);
+    MPI_Comm_free(&node);
+  }
+  f->one_node = nnode == nprocs;
   f->disp = 0;
   f->esize = 1;
   f->fext = f->fsize = 1;
@@ -405,7 +498,8 @@ int swarm_cio_set_view(swarm_cio_file_t fh, MPI_Offset disp, MPI_Datatype etype,
   int esize = 0, fsize = 0;
   MPI_Aint flb = 0, fext = 0;
   int64_t cb = fh->cb_size;
-  int nodes = fh->cb_nodes, depth = fh->depth;
+  int nodes = fh->cb_nodes, depth = fh->depth, shm = fh->shm_hint;
+  int64_t slot = fh->slot_max;
   if (disp < 0)
     rc = cio_set_error(MPI_ERR_ARG,
                        "swarm_cio_set_view: negative "
@@ -449,20 +543,24 @@ int swarm_cio_set_view(swarm_cio_file_t fh, MPI_Offset disp, MPI_Datatype etype,
                          "its extent, so its tiles would overlap");
   }
   if (rc == MPI_SUCCESS)
-    rc = parse_hints(info, fh->nprocs, &cb, &nodes, &depth);
-  static const char *const names[] = {"etype size", "cb_buffer_size",
-                                      "cb_nodes", "swarm_cio_depth"};
-  int64_t vals[4] = {esize, cb, nodes, depth};
-  rc = agree_values(fh->comm, rc, vals, 4, names);
+    rc = parse_hints(info, fh->nprocs, &cb, &nodes, &depth, &shm, &slot);
+  static const char *const names[] = {"etype size",    "cb_buffer_size",
+                                      "cb_nodes",      "swarm_cio_depth",
+                                      "swarm_cio_shm", "swarm_cio_slot_size"};
+  int64_t vals[6] = {esize, cb, nodes, depth, shm, slot};
+  rc = agree_values(fh->comm, rc, vals, 6, names);
   if (rc != MPI_SUCCESS) {
     cio_list_free(&ft);
     return rc;
   }
-  if (cb != fh->cb_size || nodes != fh->cb_nodes || depth != fh->depth) {
+  if (cb != fh->cb_size || nodes != fh->cb_nodes || depth != fh->depth ||
+      shm != fh->shm_hint || slot != fh->slot_max) {
     agg_free(fh);
     fh->cb_size = cb;
     fh->cb_nodes = nodes;
     fh->depth = depth;
+    fh->shm_hint = shm;
+    fh->slot_max = slot;
   }
   cio_list_free(&fh->ftype);
   fh->ftype = ft;
@@ -574,6 +672,14 @@ typedef struct plan {
   int64_t *others;
   int *ocount, *odispl; /* in int64 units */
   int64_t *span_lo, *span_hi, *cover;
+  /* shared window only: where cycle c's span starts in the aggregator's own
+   * stream when every byte of the span is its own (then its I/O goes
+   * straight between file and stream, no slot, no copy), else -1 */
+  int64_t *direct;
+  /* shared window only, equal on every rank: sync[c] = 1 when some rank
+   * copies to or from some aggregator's slot in cycle c (some aggregator's
+   * span of cycle c is not direct) */
+  unsigned char *sync;
   cursor_t *ocur; /* per rank */
   cursor_t *mcur; /* per aggregator */
   char *sbuf, *rbuf;
@@ -590,6 +696,8 @@ static void plan_free(plan_t *p) {
   free(p->span_lo);
   free(p->span_hi);
   free(p->cover);
+  free(p->direct);
+  free(p->sync);
   free(p->ocur);
   free(p->mcur);
   free(p->sbuf);
@@ -597,9 +705,143 @@ static void plan_free(plan_t *p) {
   free(p->req);
 }
 
+/* MPI_Waitall without statuses. GCC 12 reads MPICH's access attributes on
+ * MPI_Waitall as if MPI_STATUSES_IGNORE were an array of nreq statuses and
+ * warns (-Wstringop-overflow); it is MPI's documented sentinel. */
+static int wait_all(int nreq, MPI_Request *req) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpragmas"
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+  return MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+#pragma GCC diagnostic pop
+}
+
 static int64_t dom_lo(const plan_t *p, int i, int64_t gmax) {
   int64_t x = p->gmin + i * p->dsz;
   return x < gmax ? x : gmax;
+}
+
+/* Aggregator side: cycle c touches some of its domain; and that span must be
+ * read into the slot first (read, or a write whose pieces leave holes). */
+static int span_ok(const plan_t *p, int64_t c) {
+  return p->span_hi[c] > p->span_lo[c];
+}
+
+static int needs_read(const plan_t *p, int64_t c, int is_write) {
+  return span_ok(p, c) &&
+         (!is_write || p->cover[c] != p->span_hi[c] - p->span_lo[c]);
+}
+
+/* MPI_Barrier that gives its core away while it waits: the waiting rank's
+ * core is then free for the I/O threads and the ranks still copying (MPI
+ * libraries poll in their barriers, and on a busy node the poll takes the
+ * CPU the others need to arrive). It first tests with sched_yield between
+ * tries (a barrier usually completes within microseconds of the last rank's
+ * copies, and a timed sleep costs at least the 50 us timer slack), then
+ * naps 20 us at a time. */
+static int quiet_barrier(MPI_Comm comm) {
+  MPI_Request req;
+  int rc = MPI_Ibarrier(comm, &req), done = 0;
+  for (int tries = 0; rc == MPI_SUCCESS && !done; tries++) {
+    rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS && !done) {
+      struct timespec nap = {0, 20000};
+      if (tries < 64)
+        sched_yield();
+      else
+        nanosleep(&nap, NULL);
+    }
+  }
+  return rc;
+}
+
+/* The cycles when every rank can address every aggregator's slots (the
+ * shared window, fh->shm). The exchange is then each rank copying its own
+ * pieces straight between its stream and the aggregators' slots: one memcpy
+ * per byte, done by all ranks in parallel, instead of pack + message +
+ * unpack on the aggregator's critical path.
+ *
+ * Layout: file byte x of aggregator i's cycle c lives at
+ * agg_base[i] + (c % D) * S + (x - (dom_lo(i) + c * S)), so every rank finds
+ * its pieces without asking; the I/O thread preads / pwrites just the span
+ * [span_lo, span_hi) of the window at that place.
+ *
+ * One barrier per cycle c orders everything. Before it, each aggregator
+ * waits for the I/O queued on slot c % D: read: the slot holds cycle c's
+ * data; write: the pwrite of cycle c - D is done and, with holes, cycle c's
+ * span has been pre-read. After it, every rank has finished its copies of
+ * cycle c - 1 (it copied before entering the barrier), so the aggregator
+ * queues what slot (c - 1) % D does next: write: the pwrite of cycle c - 1;
+ * then the read of cycle c - 1 + D (pre-read, for writes with holes). The
+ * I/O thread thus keeps D - 1 cycles of I/O queued while the ranks copy.
+ * Writes need one more barrier (c == ncycles) to queue the last pwrite, and
+ * D >= 2 (agg_setup keeps messages for D == 1): the slot written in cycle c
+ * must not be the one whose pwrite is queued only after cycle c's barrier.
+ * MPI_Win_sync around the barrier makes the copies and the I/O thread's
+ * bytes (handed over under the I/O queue's mutex) visible to the other
+ * ranks, as MPI's unified memory model asks.
+ *
+ * A cycle whose span holds only the aggregator's own bytes (p->direct, e.g.
+ * every cycle of a contiguous pattern) needs no exchange at all: the I/O
+ * thread preads / pwrites between the file and the aggregator's stream and
+ * nobody copies. The stream is the caller's buffer, and every op is waited
+ * for (slot waits, then the drain) before the call returns. */
+static int shm_cycles(swarm_cio_file_t fh, plan_t *p, char *stream,
+                      int is_write, int64_t gmax) {
+  int A = fh->cb_nodes, D = fh->depth, me = fh->agg_index;
+  int64_t S = fh->slot_size, n = p->ncycles;
+  cio_io_t *io = &fh->io;
+  int64_t flo = me >= 0 ? dom_lo(p, me, gmax) : 0;
+  int xrc = MPI_SUCCESS;
+#define QUEUE(kind, c)                                                         \
+  cio_io_submit(io, kind, (int)((c) % D),                                      \
+                p->direct[c] >= 0                                              \
+                    ? stream + p->direct[c]                                    \
+                    : fh->slots[(c) % D] + (p->span_lo[c] - (flo + (c)*S)),    \
+                p->span_lo[c], p->span_hi[c] - p->span_lo[c])
+  for (int64_t c = 0; me >= 0 && c < n && c < D; c++)
+    if (needs_read(p, c, is_write))
+      QUEUE(CIO_OP_READ, c);
+  for (int64_t c = 0; c < n + is_write; c++) {
+    if (me >= 0 && c < n)
+      cio_io_wait_slot(io, (int)(c % D));
+    /* The barrier guards slots that ranks share: cycle c's (filled / free
+     * before the copies) and cycle c - 1's (copies done before its pwrite
+     * and before its slot is refilled). A cycle in which every span is
+     * direct shares no slot, so between two such cycles there is none (a
+     * contiguous pattern runs without any). */
+    if ((c < n && p->sync[c]) || (c >= 1 && p->sync[c - 1])) {
+      MPI_Win_sync(fh->win);
+      if (quiet_barrier(fh->comm) != MPI_SUCCESS && xrc == MPI_SUCCESS)
+        xrc = cio_set_error(MPI_ERR_OTHER, "the barrier of cycle %lld failed",
+                            (long long)c);
+      MPI_Win_sync(fh->win);
+    }
+    if (me >= 0 && c >= 1) {
+      if (is_write && span_ok(p, c - 1))
+        QUEUE(CIO_OP_WRITE, c - 1);
+      if (c - 1 + D < n && needs_read(p, c - 1 + D, is_write))
+        QUEUE(CIO_OP_READ, c - 1 + D);
+    }
+    if (c == n)
+      break;
+    for (int i = 0; i < A; i++) {
+      int64_t wlo = dom_lo(p, i, gmax) + c * S, dhi = dom_lo(p, i + 1, gmax);
+      int64_t whi = wlo + S < dhi ? wlo + S : dhi, off, len, pos;
+      char *slot = fh->agg_base[i] + (c % D) * S;
+      int direct = i == me && p->direct[c] >= 0; /* the I/O thread does it */
+      while (cursor_next(&p->mcur[i], whi, &off, &len, &pos)) {
+        if (direct)
+          continue;
+        if (is_write)
+          memcpy(slot + (off - wlo), stream + pos, (size_t)len);
+        else
+          memcpy(stream + pos, slot + (off - wlo), (size_t)len);
+      }
+    }
+  }
+#undef QUEUE
+  return xrc;
 }
 
 /* The whole collective transfer of this rank's stream (n bytes, contiguous
@@ -613,8 +855,6 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
   cio_list_t acc = {0};
   if (rc == MPI_SUCCESS && build_access(fh, fh->fp * fh->esize, n, &acc))
     rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for the access list");
-  if (rc == MPI_SUCCESS)
-    rc = agg_setup(fh);
 
   /* 1. agree and learn the accessed range */
   int64_t mine3[3] = {rc, acc.n ? acc.b[0].off : -1,
@@ -652,6 +892,8 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
     cio_list_free(&acc);
     return MPI_SUCCESS;
   }
+  /* collective, and every rank gets here: agreed in the next agree() */
+  int arc = agg_setup(fh);
 
   /* 2. domains, and each aggregator learns the blocks in its domain */
   p.gmin = gmin;
@@ -713,6 +955,8 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
     }
   }
   cio_list_free(&acc);
+  if (rc == MPI_SUCCESS)
+    rc = arc;
   rc = agree(comm, rc);
   if (rc == MPI_SUCCESS) {
     MPI_Alltoall(scount, 1, MPI_INT, p.ocount, 1, MPI_INT, comm);
@@ -769,6 +1013,39 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
         }
       }
     }
+    /* Spans that are all this rank's own bytes, and no other rank's (ranks
+     * may read the same bytes): those bytes are consecutive in its stream
+     * too (the view is monotonic and nobody else's bytes lie between), so
+     * the span maps to one stream range. */
+    if (rc == MPI_SUCCESS && fh->shm &&
+        !(p.direct = malloc(((size_t)p.ncycles + 1) * sizeof(int64_t))))
+      rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for the cycle plan");
+    if (rc == MPI_SUCCESS && fh->shm) {
+      int64_t *own = calloc((size_t)p.ncycles + 1, sizeof(int64_t));
+      if (!own)
+        rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for the cycle plan");
+      for (int64_t c = 0; own && c < p.ncycles; c++)
+        p.direct[c] = -1;
+      const int64_t *t = p.mine + 3 * p.first[me_agg];
+      for (size_t j = 0; own && j < p.first[me_agg + 1] - p.first[me_agg];
+           j++) {
+        int64_t off = t[3 * j], end = off + t[3 * j + 1];
+        while (off < end) {
+          int64_t c = (off - flo) / S;
+          int64_t whi = flo + (c + 1) * S;
+          int64_t e = end < whi ? end : whi;
+          if (own[c] == 0)
+            p.direct[c] = t[3 * j + 2] + (off - t[3 * j]);
+          own[c] += e - off;
+          off = e;
+        }
+      }
+      for (int64_t c = 0; own && c < p.ncycles; c++)
+        if (!span_ok(&p, c) || own[c] != p.span_hi[c] - p.span_lo[c] ||
+            p.cover[c] != own[c]) /* others read the same bytes */
+          p.direct[c] = -1;
+      free(own);
+    }
   }
   /* exchange buffers, sized for the largest cycle, so the loop below
    * cannot fail half way: this rank's side holds at most one window per
@@ -778,12 +1055,26 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
   for (int64_t c = 0; me_agg >= 0 && rc == MPI_SUCCESS && c < p.ncycles; c++)
     if (p.cover[c] > agg_cap)
       agg_cap = p.cover[c];
+  if (fh->shm) /* no exchange buffers: ranks copy to and from the slots */
+    mine_cap = agg_cap = 0;
+  if (rc == MPI_SUCCESS && fh->shm &&
+      !(p.sync = calloc((size_t)p.ncycles + 1, 1)))
+    rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for the cycle plan");
   if (rc == MPI_SUCCESS && (grow(is_write ? &p.sbuf : &p.rbuf,
                                  is_write ? &p.scap : &p.rcap, mine_cap) ||
                             grow(is_write ? &p.rbuf : &p.sbuf,
                                  is_write ? &p.rcap : &p.scap, agg_cap)))
     rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for exchange buffers");
   rc = agree(comm, rc);
+  if (rc == MPI_SUCCESS && fh->shm) {
+    for (int64_t c = 0; me_agg >= 0 && c < p.ncycles; c++)
+      p.sync[c] = span_ok(&p, c) && p.direct[c] < 0;
+    if (p.ncycles > 0 &&
+        MPI_Allreduce(MPI_IN_PLACE, p.sync, (int)p.ncycles, MPI_UNSIGNED_CHAR,
+                      MPI_MAX, comm) != MPI_SUCCESS)
+      rc = agree(comm, cio_set_error(MPI_ERR_OTHER,
+                                     "allreduce of the cycle plan failed"));
+  }
   if (rc != MPI_SUCCESS) {
     plan_free(&p);
     return rc;
@@ -798,15 +1089,17 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
   int D = fh->depth;
   cio_io_t *io = &fh->io;
   int xrc = MPI_SUCCESS;
-#define SPAN_OK(c) (p.span_hi[c] > p.span_lo[c])
-#define NEEDS_READ(c)                                                          \
-  (SPAN_OK(c) && (!is_write || p.cover[c] != p.span_hi[c] - p.span_lo[c]))
-  if (me_agg >= 0)
+#define SPAN_OK(c) span_ok(&p, c)
+#define NEEDS_READ(c) needs_read(&p, c, is_write)
+  if (fh->shm)
+    xrc = shm_cycles(fh, &p, stream, is_write, gmax);
+  /* else by messages: the slot holds the span from its start */
+  if (me_agg >= 0 && !fh->shm)
     for (int64_t c = 0; c < p.ncycles && c < D; c++)
       if (NEEDS_READ(c))
         cio_io_submit(io, CIO_OP_READ, (int)(c % D), fh->slots[c % D],
                       p.span_lo[c], p.span_hi[c] - p.span_lo[c]);
-  for (int64_t c = 0; c < p.ncycles; c++) {
+  for (int64_t c = 0; !fh->shm && c < p.ncycles; c++) {
     int nreq = 0;
     int64_t off, len, pos;
     /* this rank's side: one message per aggregator holding pieces */
@@ -869,8 +1162,7 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
     if (me_agg >= 0 && !is_write && c + D < p.ncycles && NEEDS_READ(c + D))
       cio_io_submit(io, CIO_OP_READ, slot, fh->slots[slot], p.span_lo[c + D],
                     p.span_hi[c + D] - p.span_lo[c + D]);
-    if (MPI_Waitall(nreq, p.req, MPI_STATUSES_IGNORE) != MPI_SUCCESS &&
-        xrc == MPI_SUCCESS)
+    if (wait_all(nreq, p.req) != MPI_SUCCESS && xrc == MPI_SUCCESS)
       xrc = cio_set_error(MPI_ERR_OTHER,
                           "an exchange message failed in cycle "
                           "%lld",

@@ -66,6 +66,10 @@ int main(int argc, char **argv) {
   open_with_hint(path, "swarm_cio_depth", "65", MPI_ERR_INFO_VALUE,
                  "swarm_cio_depth=65");
   open_with_hint(path, "cb_nodes", "0", MPI_ERR_INFO_VALUE, "cb_nodes=0");
+  open_with_hint(path, "swarm_cio_slot_size", "0", MPI_ERR_INFO_VALUE,
+                 "swarm_cio_slot_size=0");
+  open_with_hint(path, "swarm_cio_shm", "2", MPI_ERR_INFO_VALUE,
+                 "swarm_cio_shm=2");
   open_with_hint(path, "cb_nodes", "1000", MPI_SUCCESS,
                  "cb_nodes=1000 (clamped)");
   open_with_hint(path, "cb_nodes", rank == 0 ? "1" : "2", MPI_ERR_NOT_SAME,

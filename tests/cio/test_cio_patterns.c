@@ -28,6 +28,7 @@ typedef struct pattern {
   MPI_Datatype mtype;        /* memory type of one item */
   int count;                 /* items per call */
   int calls;                 /* consecutive collective calls */
+  int read_only;             /* ranks overlap: writing would be undefined */
 } pattern_t;
 
 static void fill_file(const char *path, unsigned seed) {
@@ -107,6 +108,11 @@ static void run(const pattern_t *p, MPI_Info info, const char *hints) {
         (long long)pos, (long long)mpos);
   MPI_File_close(&mf);
   CHECK(swarm_cio_close(&sf) == MPI_SUCCESS && sf == NULL, "close");
+  if (p->read_only) {
+    free(a);
+    free(b);
+    return;
+  }
 
   /* ---- write: MPI into junk, then swarm into the same junk ---- */
   for (size_t i = 0; i < mb; i++)
@@ -153,32 +159,34 @@ static MPI_Datatype resized(MPI_Datatype t, MPI_Aint ext) {
 
 static void *suite(void *arg) {
   (void)arg;
-  pattern_t pats[8];
+  pattern_t pats[9];
   int np = 0;
   MPI_Datatype t;
-  /* contiguous per-rank slabs, size not a multiple of any buffer */
+  /* every rank reads the same bytes (an aggregator's span then holds its
+   * own bytes and everybody else's: no direct I/O into its buffer alone) */
   pats[np++] = (pattern_t){
-      "contig", (MPI_Offset)rank * 20011, MPI_BYTE, MPI_BYTE, MPI_BYTE, 20011,
-      1};
+      "same bytes on every rank", 0, MPI_BYTE, MPI_BYTE, MPI_BYTE, 30001, 1, 1};
+  /* contiguous per-rank slabs, size not a multiple of any buffer */
+  pats[np++] = (pattern_t){"contig", (MPI_Offset)rank * 20011,
+                           MPI_BYTE, MPI_BYTE,
+                           MPI_BYTE, 20011,
+                           1,        0};
   /* HPIO-like: 512-byte blocks strided 512 * P, two calls */
   MPI_Type_contiguous(512, MPI_BYTE, &t);
   pats[np++] = (pattern_t){"strided", (MPI_Offset)rank * 512,
                            MPI_BYTE,  resized(t, 512 * nprocs),
                            MPI_BYTE,  512 * 37,
-                           2};
+                           2,         0};
   /* irregular hindexed blocks with holes nobody writes */
   {
     int bl[5] = {3, 100, 1, 77, 250};
     MPI_Aint d[5] = {5, 40, 160, 170, 400};
     MPI_Type_create_hindexed(5, bl, d, MPI_BYTE, &t);
     MPI_Datatype r = resized(t, 700 * nprocs);
-    pats[np++] = (pattern_t){"irregular",
-                             (MPI_Offset)rank * 700 + 13,
-                             MPI_BYTE,
-                             r,
-                             MPI_BYTE,
-                             431 * 23 + 17,
-                             1};
+    pats[np++] = (pattern_t){"irregular", (MPI_Offset)rank * 700 + 13,
+                             MPI_BYTE,    r,
+                             MPI_BYTE,    431 * 23 + 17,
+                             1,           0};
   }
   /* int etype, struct filetype, non-contiguous memory (vector of ints) */
   {
@@ -191,7 +199,7 @@ static void *suite(void *arg) {
     MPI_Type_vector(5, 1, 2, MPI_INT, &m);
     MPI_Type_commit(&m);
     pats[np++] = (pattern_t){
-        "struct+memvector", (MPI_Offset)rank * 32, MPI_INT, r, m, 300, 1};
+        "struct+memvector", (MPI_Offset)rank * 32, MPI_INT, r, m, 300, 1, 0};
   }
   /* 2-D subarray: ranks own column blocks of a 97 x (60*P) char array */
   {
@@ -199,7 +207,8 @@ static void *suite(void *arg) {
         starts[2] = {0, 60 * rank};
     MPI_Type_create_subarray(2, sizes, subs, starts, MPI_ORDER_C, MPI_BYTE, &t);
     MPI_Type_commit(&t);
-    pats[np++] = (pattern_t){"subarray", 0, MPI_BYTE, t, MPI_BYTE, 97 * 60, 1};
+    pats[np++] =
+        (pattern_t){"subarray", 0, MPI_BYTE, t, MPI_BYTE, 97 * 60, 1, 0};
   }
   /* indexed_block of doubles; the last rank has nothing to do */
   {
@@ -215,29 +224,42 @@ static void *suite(void *arg) {
                              v,
                              MPI_DOUBLE,
                              rank == nprocs - 1 ? 0 : 3 * 200,
-                             1};
+                             1,
+                             0};
   }
+  /* shm "0": the exchange by messages (depth 1 always uses them); otherwise
+   * through the shared window, as every rank here shares one node. */
+  /* slot: swarm_cio_slot_size, capping each pipeline buffer below
+   * cb / depth. */
   struct {
-    const char *cb, *nodes, *depth;
-  } hints[] = {{NULL, NULL, NULL},
-               {"1000", "1", "1"},
-               {"4096", "2", "4"},
-               {"3001", "64", "3"},
-               {"777", NULL, "5"}};
+    const char *cb, *nodes, *depth, *shm, *slot;
+  } hints[] = {
+      {NULL, NULL, NULL, NULL, NULL},   {"1000", "1", "1", NULL, NULL},
+      {"4096", "2", "4", NULL, NULL},   {"3001", "64", "3", NULL, NULL},
+      {"777", NULL, "5", NULL, NULL},   {NULL, NULL, NULL, "0", NULL},
+      {"4096", "2", "4", "0", NULL},    {"3001", "64", "3", "0", NULL},
+      {"777", NULL, "2", "0", NULL},    {"777", "1", "2", NULL, NULL},
+      {NULL, NULL, NULL, NULL, "5000"}, {"65536", "2", "3", "0", "999"}};
   for (size_t h = 0; h < sizeof hints / sizeof hints[0]; h++) {
     MPI_Info info;
     MPI_Info_create(&info);
-    char desc[96];
-    snprintf(desc, sizeof desc, "cb=%s nodes=%s depth=%s",
+    char desc[128];
+    snprintf(desc, sizeof desc, "cb=%s nodes=%s depth=%s shm=%s slot=%s",
              hints[h].cb ? hints[h].cb : "default",
              hints[h].nodes ? hints[h].nodes : "default",
-             hints[h].depth ? hints[h].depth : "default");
+             hints[h].depth ? hints[h].depth : "default",
+             hints[h].shm ? hints[h].shm : "default",
+             hints[h].slot ? hints[h].slot : "default");
     if (hints[h].cb)
       MPI_Info_set(info, "cb_buffer_size", hints[h].cb);
     if (hints[h].nodes)
       MPI_Info_set(info, "cb_nodes", hints[h].nodes);
     if (hints[h].depth)
       MPI_Info_set(info, "swarm_cio_depth", hints[h].depth);
+    if (hints[h].shm)
+      MPI_Info_set(info, "swarm_cio_shm", hints[h].shm);
+    if (hints[h].slot)
+      MPI_Info_set(info, "swarm_cio_slot_size", hints[h].slot);
     for (int i = 0; i < np; i++) {
       run(&pats[i], info, desc);
       if (rank == 0)
@@ -264,8 +286,14 @@ int main(int argc, char **argv) {
    * kernel thread that initialised MPI and nothing in it blocks in swarm. */
   swarm_config_t cfg = {.workers = 1};
   CHECK(swarm_init(&cfg) == 0, "swarm_init");
+  /* MPICH's datatype engine (MPI_Pack/Unpack, ROMIO) needs more than the
+   * default 128 KiB swarm stack; Open MPI's does not. */
+  swarm_attr_t attr;
+  swarm_attr_init(&attr);
+  swarm_attr_setstacksize(&attr, 1 << 20);
   swarm_thread_t th;
-  CHECK(swarm_spawn(&th, NULL, suite, NULL) == 0, "spawn");
+  CHECK(swarm_spawn(&th, &attr, suite, NULL) == 0, "spawn");
+  swarm_attr_destroy(&attr);
   swarm_join(th, NULL);
   swarm_finalize();
   if (rank == 0) {
