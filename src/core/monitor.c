@@ -43,11 +43,12 @@
  *
  * Policy for threads that compute forever: swarm does not preempt. A
  * runnable thread queued behind an endless CPU-bound thread is run by a
- * spare worker after about MONITOR_STALL_TICKS ticks, so CPU-bound threads
- * delay others by milliseconds, not forever, as long as there are fewer of
- * them than workers plus spares; the spares then share the cores with them
- * through the kernel's scheduler. SWARM_SPARES sets the number of spares
- * (default: the number of workers, at least 2; 0 disables them).
+ * spare worker after MONITOR_HOG_TICKS ticks (about 20 ms; a worker
+ * blocked in the kernel, as /proc tells, gets one after two ticks), so
+ * CPU-bound threads delay others by milliseconds, not forever, as long as there
+ * are fewer of them than workers plus spares; the spares then share the cores
+ * with them through the kernel's scheduler. SWARM_SPARES sets the number of
+ * spares (default: the number of workers, at least 2; 0 disables them).
  *
  * Rejected: a signal-based preemption timer (SWARM_PREEMPT_US) — a swarm
  * thread interrupted inside libc (malloc's locks, stdio) and switched away
@@ -59,7 +60,11 @@
  * which the drop-in's I/O interposition already avoids for sockets.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "core/core.h"
 #include "os/os.h"
@@ -67,7 +72,8 @@
 #define MONITOR_TICK_MIN_NS 500000ull   /* 0.5 ms */
 #define MONITOR_TICK_MAX_NS 10000000ull /* 10 ms */
 #define MONITOR_IO_STALE_NS 1000000ull  /* 1 ms */
-#define MONITOR_STALL_TICKS 2
+#define MONITOR_STALL_TICKS 2           /* a worker blocked in the kernel */
+#define MONITOR_HOG_TICKS 40            /* one running (or preempted): ~20 ms */
 #define MONITOR_MAX_SPARES 64
 
 const struct swarm_io_hooks *_Atomic swarm_io_hooks;
@@ -163,6 +169,27 @@ static bool has_queued(struct worker *w) {
          __atomic_load_n(&w->queue.count, __ATOMIC_RELAXED) > 0;
 }
 
+/* The scheduling state of kernel thread tid, from /proc ('R' running or
+ * runnable, 'S' / 'D' blocked, ...); 0 if it cannot be read. Raw system
+ * calls: in the drop-in, read and close are the program's interposers. */
+static char thread_state(int tid) {
+  char path[64] = "/proc/self/task/", num[16], buf[256];
+  size_t n = strlen(path);
+  num[os_format_u64(num, (uint64_t)tid)] = 0;
+  memcpy(path + n, num, strlen(num));
+  memcpy(path + n + strlen(num), "/stat", 6);
+  long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  long len = syscall(SYS_read, (int)fd, buf, sizeof buf - 1);
+  syscall(SYS_close, (int)fd);
+  if (len <= 0)
+    return 0;
+  buf[len] = 0;
+  char *p = strrchr(buf, ')'); /* after "tid (comm)" */
+  return p && p[1] == ' ' ? p[2] : 0;
+}
+
 /* One look at every worker. Returns true if something needed attention. */
 static bool monitor_tick(const struct swarm_io_hooks *io, uint64_t now) {
   bool busy = false;
@@ -184,17 +211,22 @@ static bool monitor_tick(const struct swarm_io_hooks *io, uint64_t now) {
       w->monitor_stalled = 0;
     }
     w->monitor_seen_run = run;
-    if (w->monitor_stalled >= MONITOR_STALL_TICKS) {
-      /* Its kernel thread is stuck: fire its due timers from here (the
-       * callbacks ready threads through ready queues). */
-      uint64_t e = timers_earliest(w);
-      if (e <= now) {
-        timers_run_due(w, now);
-        busy = true;
-      }
-      if (has_queued(w))
-        stalled++;
+    if (w->monitor_stalled > 0)
+      busy = true; /* keep the short tick while it lasts */
+    if (w->monitor_stalled < MONITOR_STALL_TICKS)
+      continue;
+    /* Its kernel thread is stuck: fire its due timers from here (the
+     * callbacks ready threads through ready queues). */
+    if (timers_earliest(w) <= now) {
+      timers_run_due(w, now);
+      busy = true;
     }
+    /* Threads queued behind it: help at once if it is blocked in the
+     * kernel; if it is running (a thread that does not yield, or the
+     * kernel preempted the worker) give it MONITOR_HOG_TICKS first. */
+    if (has_queued(w) && (w->monitor_stalled >= MONITOR_HOG_TICKS ||
+                          thread_state(w->tid) != 'R'))
+      stalled++;
   }
   if (stalled) {
     busy = true;

@@ -69,6 +69,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "arch/context.h"
@@ -801,6 +802,7 @@ static void sched_entry(void *transfer) {
 void *worker_main(void *arg) { /* also the spares' (monitor.c) */
   struct worker *w = arg;
   swarm_tls_worker = w;
+  w->tid = (int)syscall(SYS_gettid); /* the monitor reads its state */
   if (swarm_rt.bind)
     os_bind_self(swarm_rt.cpus[w->id % swarm_rt.ncpus]);
   w->altstack = os_altstack_install();
@@ -961,6 +963,7 @@ int swarm_init(const swarm_config_t *config) {
   swarm_rt.main_thread = main_t;
   swarm_rt.init_kthread = pthread_self();
   w0->kthread = pthread_self();
+  w0->tid = (int)syscall(SYS_gettid); /* the monitor reads its state */
   w0->current = main_t;
   w0->altstack = os_altstack_install();
   w0->sched_sp = swarm_arch_prepare(w0->sched_stack.lo + w0->sched_stack.size,

@@ -82,6 +82,7 @@ int main(void) {
       CHECK(swarm_spawn(&t[i], NULL, client, (void *)(intptr_t)i) == 0);
     for (int i = 0; i < nconns; i++)
       CHECK(swarm_join(t[i], NULL) == 0);
+    free(t);
     _exit(0);
   }
   swarm_thread_t acc;

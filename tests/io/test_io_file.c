@@ -71,6 +71,8 @@ int main(void) {
   atomic_store(&hogs_stop, 1);
   for (int i = 0; i < nw; i++)
     CHECK(swarm_join(hogs[i], NULL) == 0);
+  free(hogs);
+  free(expect);
   unlink(path);
   TEST_PASS("io_file");
   return 0;

@@ -82,6 +82,7 @@ int main(void) {
   atomic_store(&hogs_stop, 1);
   for (int i = 0; i < nw; i++)
     CHECK(swarm_join(hogs[i], NULL) == 0);
+  free(hogs);
   printf("PASS io_hog (%d workers hogged, %ld round trips)\n", nw, rounds);
   return 0;
 }

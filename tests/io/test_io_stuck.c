@@ -51,6 +51,7 @@ int main(void) {
   CHECK(write(p[1], bytes, (size_t)nw) == nw);
   for (int i = 0; i < nw; i++)
     CHECK(swarm_join(s[i], NULL) == 0);
+  free(s);
   TEST_PASS("io_stuck");
   return 0;
 }
