@@ -179,6 +179,7 @@ struct worker {
   bool spare_started;          /* spare: its kernel thread exists */
   uint64_t monitor_seen_run;   /* monitor-only: stats.run at the last tick */
   uint32_t monitor_stalled;    /* monitor-only: ticks without progress */
+  uint32_t monitor_blocked;    /* monitor-only: of those, seen blocked */
   int tid;                     /* its kernel thread's id (for the monitor) */
 #ifdef SWARM_ASAN
   void *sched_fake_stack;

@@ -43,8 +43,10 @@
  *
  * Policy for threads that compute forever: swarm does not preempt. A
  * runnable thread queued behind an endless CPU-bound thread is run by a
- * spare worker after MONITOR_HOG_TICKS ticks (about 20 ms; a worker
- * blocked in the kernel, as /proc tells, gets one after two ticks), so
+ * spare worker after MONITOR_HOG_TICKS ticks (about 100 ms; a worker
+ * blocked in the kernel, as /proc tells on two ticks in a row, gets one
+ * after two to four ticks; the long wait for a running one is because a
+ * worker the kernel merely preempted looks the same from here), so
  * CPU-bound threads delay others by milliseconds, not forever, as long as there
  * are fewer of them than workers plus spares; the spares then share the cores
  * with them through the kernel's scheduler. SWARM_SPARES sets the number of
@@ -73,7 +75,7 @@
 #define MONITOR_TICK_MAX_NS 10000000ull /* 10 ms */
 #define MONITOR_IO_STALE_NS 1000000ull  /* 1 ms */
 #define MONITOR_STALL_TICKS 2           /* a worker blocked in the kernel */
-#define MONITOR_HOG_TICKS 40            /* one running (or preempted): ~20 ms */
+#define MONITOR_HOG_TICKS 200 /* one running (or preempted): ~100 ms */
 #define MONITOR_MAX_SPARES 64
 
 const struct swarm_io_hooks *_Atomic swarm_io_hooks;
@@ -209,6 +211,7 @@ static bool monitor_tick(const struct swarm_io_hooks *io, uint64_t now) {
         w->monitor_stalled++;
     } else {
       w->monitor_stalled = 0;
+      w->monitor_blocked = 0;
     }
     w->monitor_seen_run = run;
     if (w->monitor_stalled > 0)
@@ -224,8 +227,14 @@ static bool monitor_tick(const struct swarm_io_hooks *io, uint64_t now) {
     /* Threads queued behind it: help at once if it is blocked in the
      * kernel; if it is running (a thread that does not yield, or the
      * kernel preempted the worker) give it MONITOR_HOG_TICKS first. */
-    if (has_queued(w) && (w->monitor_stalled >= MONITOR_HOG_TICKS ||
-                          thread_state(w->tid) != 'R'))
+    if (!has_queued(w))
+      continue;
+    /* Seen blocked on consecutive ticks: a page fault waiting for the
+     * mmap lock shows 'D' for a moment without being stuck. */
+    char st = thread_state(w->tid);
+    w->monitor_blocked = st != 'R' ? w->monitor_blocked + 1 : 0;
+    if (w->monitor_blocked >= MONITOR_STALL_TICKS ||
+        w->monitor_stalled >= MONITOR_HOG_TICKS)
       stalled++;
   }
   if (stalled) {
