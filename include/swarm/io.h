@@ -47,6 +47,9 @@
 extern "C" {
 #endif
 
+/* exported from the hidden-visibility library (as in swarm.h) */
+#pragma GCC visibility push(default)
+
 ssize_t swarm_read(int fd, void *buf, size_t count);
 ssize_t swarm_write(int fd, const void *buf, size_t count);
 ssize_t swarm_readv(int fd, const struct iovec *iov, int iovcnt);
@@ -83,6 +86,8 @@ int swarm_fd_wait(int fd, short events, int timeout_ms);
 /* Closes fd, waking threads that wait on it with EBADF, and forgets what
  * swarm knew about it. */
 int swarm_close(int fd);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }
