@@ -232,7 +232,8 @@ static bool monitor_tick(const struct swarm_io_hooks *io, uint64_t now) {
     /* Seen blocked on consecutive ticks: a page fault waiting for the
      * mmap lock shows 'D' for a moment without being stuck. */
     char st = thread_state(w->tid);
-    w->monitor_blocked = st != 'R' ? w->monitor_blocked + 1 : 0;
+    bool blocked = st != 'R' && st != 0; /* unknown: assume running */
+    w->monitor_blocked = blocked ? w->monitor_blocked + 1 : 0;
     if (w->monitor_blocked >= MONITOR_STALL_TICKS ||
         w->monitor_stalled >= MONITOR_HOG_TICKS)
       stalled++;

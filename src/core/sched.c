@@ -24,9 +24,12 @@
  *    worker_current(), never a worker pointer or TLS address from before the
  *    switch: the thread may have been stolen in between.
  *
- *  - Finding work, in order: own deque (bottom) -> own ready queue -> random
- *    victims' deques (top) and unpinned ready-queue entries -> spin a
- *    bounded number of rounds -> sleep on the worker's futex.
+ *  - Finding work, in order: own deque (bottom) -> own ready queue -> due
+ *    timers and I/O (the io layer's poll hook, core.h) -> random victims'
+ *    deques (top) and unpinned ready-queue entries (spare workers'
+ *    included, monitor.c) -> spin a bounded number of rounds -> sleep on
+ *    the worker's futex, or in its epoll_wait when the io layer is linked
+ *    in (below). A spare worker retires instead of sleeping.
  *
  *  - Sleeping and waking, the store-buffer race won here. A worker about to
  *    sleep sets its `sleeping` flag, counts itself in idle_workers, issues a
@@ -49,6 +52,16 @@
  *    racing that push sleeps until its timeout, which starts at 1 ms and
  *    doubles to 256 ms while it stays idle. That costs parallelism, never
  *    progress: the owner runs its own deque.
+ *    With the io layer the wait is an epoll_wait on the worker's epoll
+ *    instead of the futex wait, and the protocol keeps the futex's
+ *    meaning (models/park_ready.pml still describes it): the sleeper stores
+ *    in_epoll, then re-reads sleep_word and waits only if it still equals
+ *    the value read before the re-check; a waker advances sleep_word
+ *    (seq_cst), then reads in_epoll and, if set, writes the worker's
+ *    eventfd, which stays readable until drained, so a wake that lands
+ *    before epoll_wait starts still ends it. Readiness ends it too.
+ *    The monitor (monitor.c) sleeps without a deadline once every worker
+ *    sleeps; a worker leaving worker_sleep wakes it.
  *    Rejected: one global futex all idle workers wait on (wakes a herd); a
  *    fence on every push (the 8%); no sleeping, as in MassiveThreads (an
  *    idle program burns every core).
