@@ -53,6 +53,24 @@ long io_attempt_accept(struct io_node *n) {
   return r;
 }
 
+/* MSG_WAITALL: the attempts add MSG_DONTWAIT, which makes the kernel
+ * return what it has; keep waiting for the rest as a blocking recv would
+ * (a signal cannot interrupt a parked thread, so only EOF, an error or a
+ * timeout ends it early, with what arrived so far). */
+static long recv_waitall(struct io_fd *e, struct io_node *n) {
+  char *buf = n->buf;
+  size_t len = n->len, got = 0;
+  while (got < len) {
+    n->buf = buf + got;
+    n->len = len - got;
+    long r = io_call(e, n, 0);
+    if (r <= 0)
+      return got ? (long)got : r;
+    got += (size_t)r;
+  }
+  return (long)got;
+}
+
 long io_do(int fd, struct io_node *n, bool adopt) {
   struct io_fd *e = io_fd_get(fd, adopt);
   if (!e)
@@ -60,6 +78,8 @@ long io_do(int fd, struct io_node *n, bool adopt) {
   n->fd = fd;
   switch (atomic_load_explicit(&e->kind, memory_order_relaxed)) {
   case FD_POLLABLE:
+    if (unlikely((n->flags & MSG_WAITALL) && n->attempt == io_attempt_recvfrom))
+      return recv_waitall(e, n);
     return io_call(e, n, 0);
   case FD_FILE:
     return io_offload(n);

@@ -355,6 +355,11 @@ static int worker_epoll(int idx) {
       iw->evfd = evfd;
       ep = epfd + 1;
       atomic_store_explicit(&iw->epfd, ep, memory_order_release);
+      /* It may be asleep on its futex, with no deadline soon, while the
+       * monitor sleeps too: wake it so that it sleeps in the epoll. */
+      spin_unlock(&io.create_lock);
+      worker_wake(&swarm_rt.workers[idx]);
+      return ep - 1;
     } else {
       if (epfd >= 0)
         sys_close(epfd);

@@ -4,7 +4,7 @@
  * send (EAGAIN), poll and ppoll (0), select (0, sets cleared), epoll_wait
  * (0), swarm_fd_wait (0); none returns before its timeout; a descriptor
  * the program made non-blocking returns EAGAIN at once; data that arrives
- * before the timeout is delivered.
+ * before the timeout is delivered; MSG_WAITALL waits for all it asked.
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -34,6 +34,14 @@ static void *late_writer(void *arg) {
   return NULL;
 }
 
+static void *split_writer(void *arg) {
+  (void)arg;
+  CHECK_EQ(swarm_write(sv[1], "abcd", 4), 4);
+  swarm_sleep_ns(10 * MS);
+  CHECK_EQ(swarm_write(sv[1], "efgh", 4), 4);
+  return NULL;
+}
+
 static void *body(void *arg) {
   (void)arg;
   CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
@@ -55,6 +63,12 @@ static void *body(void *arg) {
   CHECK(swarm_spawn(&w, NULL, late_writer, NULL) == 0);
   CHECK_EQ(swarm_read(sv[0], buf, sizeof buf), 1);
   CHECK_EQ(buf[0], 'x');
+  CHECK(swarm_join(w, NULL) == 0);
+
+  /* MSG_WAITALL waits for all of it, across two writes */
+  CHECK(swarm_spawn(&w, NULL, split_writer, NULL) == 0);
+  CHECK_EQ(swarm_recv(sv[0], buf, 8, MSG_WAITALL), 8);
+  CHECK(memcmp(buf, "abcdefgh", 8) == 0);
   CHECK(swarm_join(w, NULL) == 0);
 
   /* SO_SNDTIMEO on a full socket */
