@@ -302,13 +302,19 @@ static int ready_all(struct io_node *done) {
 #define READ_EVENTS (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP | EPOLLERR)
 #define WRITE_EVENTS (EPOLLOUT | EPOLLHUP | EPOLLERR)
 
-static int dispatch(struct epoll_event *ev, int n, struct io_worker *iw) {
+/* owner: the poller is the epoll's own worker. Only it drains the wake
+ * eventfd: drained by the monitor or a spare between the owner's
+ * "in_epoll" store and its epoll_wait, a wake meant for the owner would be
+ * lost (it is level-triggered, so others simply see it again). */
+static int dispatch(struct epoll_event *ev, int n, struct io_worker *iw,
+                    bool owner) {
   int readied = 0;
   for (int i = 0; i < n; i++) {
     uint64_t data = ev[i].data.u64;
     if (data == WAKE_TOKEN) {
       uint64_t v;
-      sys_read(iw->evfd, &v, sizeof v);
+      if (owner)
+        sys_read(iw->evfd, &v, sizeof v);
       continue;
     }
     int fd = (int)(uint32_t)data;
@@ -590,7 +596,7 @@ static void hook_poll(struct worker *w) {
   long n = sys_epoll_pwait(ep, ev, EVENT_BATCH, 0);
   atomic_store_explicit(&iw->polled_ns, now_ns(), memory_order_relaxed);
   if (n > 0)
-    dispatch(ev, (int)n, iw);
+    dispatch(ev, (int)n, iw, worker_index(w) == w->id);
 }
 
 static bool hook_sleep(struct worker *w, uint32_t seq, int64_t timeout_ns) {
@@ -610,7 +616,7 @@ static bool hook_sleep(struct worker *w, uint32_t seq, int64_t timeout_ns) {
   atomic_store_explicit(&iw->in_epoll, 0, memory_order_relaxed);
   atomic_store_explicit(&iw->polled_ns, now_ns(), memory_order_relaxed);
   if (n > 0)
-    dispatch(ev, (int)n, iw);
+    dispatch(ev, (int)n, iw, true);
   return true;
 }
 
@@ -638,7 +644,7 @@ static int hook_poll_stale(struct worker *w, uint64_t now, uint64_t stale) {
   struct epoll_event ev[EVENT_BATCH];
   long n = sys_epoll_pwait(ep, ev, EVENT_BATCH, 0);
   atomic_store_explicit(&iw->polled_ns, now, memory_order_relaxed);
-  return n > 0 ? dispatch(ev, (int)n, iw) : 0;
+  return n > 0 ? dispatch(ev, (int)n, iw, false) : 0;
 }
 
 static bool hook_waiting(void) {
