@@ -17,8 +17,10 @@
  *      * I/O: through the I/O layer's poll_stale hook it polls the epoll of
  *        every worker that has not polled for MONITOR_IO_STALE_NS, performs
  *        the pending calls and readies the threads (swarm_ready from a
- *        non-worker: a ready queue). This is what notices readiness within
- *        about a millisecond while all workers run CPU-bound threads.
+ *        non-worker: a ready queue), and, if no worker sleeps and none has
+ *        switched threads for two ticks, activates a spare to run them. This is
+ * what notices readiness and acts on it within about a millisecond while all
+ * workers run CPU-bound threads.
  *      * progress: a worker that is awake, has threads queued (deque or
  *        ready queue) and has not switched to any thread (stats.run, which
  *        the owner bumps at every switch, unchanged) for MONITOR_STALL_TICKS
@@ -194,7 +196,7 @@ static char thread_state(int tid) {
 
 /* One look at every worker. Returns true if something needed attention. */
 static bool monitor_tick(const struct swarm_io_hooks *io, uint64_t now) {
-  bool busy = false;
+  bool busy = false, io_readied = false;
   int stalled = 0;
   for (int i = 0; i < swarm_rt.nslots; i++) {
     struct worker *w = &swarm_rt.workers[i];
@@ -202,7 +204,7 @@ static bool monitor_tick(const struct swarm_io_hooks *io, uint64_t now) {
     if (spare && !atomic_load(&w->spare_active))
       continue;
     if (io && !spare && io->poll_stale(w, now, MONITOR_IO_STALE_NS) > 0)
-      busy = true;
+      busy = io_readied = true;
     /* stats.run: written by the owner only, read here approximately. */
     uint64_t run = __atomic_load_n(&w->stats.run, __ATOMIC_RELAXED);
     bool awake = spare || !atomic_load(&w->sleeping);
@@ -237,6 +239,17 @@ static bool monitor_tick(const struct swarm_io_hooks *io, uint64_t now) {
     if (w->monitor_blocked >= MONITOR_STALL_TICKS ||
         w->monitor_stalled >= MONITOR_HOG_TICKS)
       stalled++;
+  }
+  /* Threads whose I/O we completed sit in ready queues. If no worker
+   * sleeps (to wake) and none has switched threads for two ticks (every
+   * one computes, or is stuck), a spare runs them now rather than after
+   * the hog interval. */
+  if (io_readied && !stalled && atomic_load(&swarm_rt.idle_workers) == 0) {
+    bool none_moving = true;
+    for (int i = 0; i < swarm_rt.nworkers; i++)
+      if (swarm_rt.workers[i].monitor_stalled < MONITOR_STALL_TICKS)
+        none_moving = false;
+    stalled = none_moving;
   }
   if (stalled) {
     busy = true;
