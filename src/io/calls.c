@@ -396,6 +396,5 @@ int swarm_fd_wait(int fd, short events, int timeout_ms) {
 }
 
 int swarm_close(int fd) {
-  io_fd_forget(fd);
-  return (int)io_fail(sys_close(fd));
+  return (int)io_fail(io_fd_close(fd));
 }

@@ -167,9 +167,11 @@ struct io_fd *io_fd_get(int fd, bool adopt);
 /* Records a descriptor just created by an intercepted or native call:
  * makes it non-blocking underneath; user_nonblock is the program's view. */
 void io_fd_created(int fd, bool user_nonblock);
-/* Forgets fd (it is being closed or replaced): waiters get EBADF, the
- * epoll registration is removed. */
-void io_fd_forget(int fd);
+/* fd stops naming its file: op(fd, arg) (the close, or the dup3 that
+ * replaces it) runs under the entry's lock after the epoll registration is
+ * removed; then waiters get EBADF. Returns op's result (-errno). */
+long io_fd_forget_with(int fd, long (*op)(int, void *), void *arg);
+long io_fd_close(int fd); /* io_fd_forget_with the close system call */
 void io_fd_set_user_nonblock(struct io_fd *e, bool nb);
 
 /* Runs the attempt in n with blocking semantics for the calling thread:

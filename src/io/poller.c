@@ -407,10 +407,22 @@ bool io_fd_register(struct io_fd *e, int fd) {
   return ok;
 }
 
-void io_fd_forget(int fd) {
+static long op_close(int fd, void *arg) {
+  (void)arg;
+  return sys_close(fd);
+}
+
+/* The descriptor number fd stops naming what it named: op (close, or the
+ * dup3 that replaces it) runs under the entry's lock, then waiters are
+ * woken with EBADF. The order matters: a waiter woken before the kernel
+ * let go of the file would look again, find it still open, register it
+ * anew and wait for an event that can no longer come. Holding the lock
+ * across op also keeps a new descriptor of the same number from being
+ * classified before we are done. */
+long io_fd_forget_with(int fd, long (*op)(int, void *), void *arg) {
   struct io_fd *e = io_fd_entry(fd);
-  if (!e || !atomic_load(&e->kind))
-    return;
+  if (!e)
+    return op(fd, arg);
   struct io_node *done = NULL;
   spin_lock(&e->lock);
   if (e->registered) {
@@ -418,28 +430,36 @@ void io_fd_forget(int fd) {
     if (ep >= 0)
       sys_epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
   }
-  atomic_fetch_add(&e->gen, 1);
-  atomic_fetch_add(&e->rseq, 1); /* a parking thread retries: EBADF */
-  atomic_fetch_add(&e->wseq, 1);
-  for (int d = 0; d < 2; d++) {
-    struct io_node *n = e->head[d];
-    while (n) {
-      struct io_node *next = n->next;
-      if (wait_claim(n->wait)) {
-        n->wait->closed = true;
-        node_unlink(e, n);
-        n->ready_next = done;
-        done = n;
+  long r = op(fd, arg);
+  if (atomic_load(&e->kind)) {
+    atomic_fetch_add(&e->gen, 1);
+    atomic_fetch_add(&e->rseq, 1); /* a parking thread retries: EBADF */
+    atomic_fetch_add(&e->wseq, 1);
+    for (int d = 0; d < 2; d++) {
+      struct io_node *n = e->head[d];
+      while (n) {
+        struct io_node *next = n->next;
+        if (wait_claim(n->wait)) {
+          n->wait->closed = true;
+          node_unlink(e, n);
+          n->ready_next = done;
+          done = n;
+        }
+        n = next;
       }
-      n = next;
     }
+    e->registered = false;
+    e->user_nonblock = false;
+    e->socket = false;
+    atomic_store(&e->kind, FD_UNKNOWN);
   }
-  e->registered = false;
-  e->user_nonblock = false;
-  e->socket = false;
-  atomic_store(&e->kind, FD_UNKNOWN);
   spin_unlock(&e->lock);
   ready_all(done);
+  return r;
+}
+
+long io_fd_close(int fd) {
+  return io_fd_forget_with(fd, op_close, NULL);
 }
 
 /* ---- parking ---- */

@@ -255,13 +255,19 @@ DROPIN_API int dup(int old) {
   return (int)io_fail(copied(old, io_ret(syscall(SYS_dup, old))));
 }
 
+static long op_dup3(int new, void *arg) {
+  int *of = arg;
+  return io_ret(syscall(SYS_dup3, of[0], new, of[1]));
+}
+
 DROPIN_API int dup3(int old, int new, int flags) {
   if (old == new)
     return dropin_fail(EINVAL);
   if (sys_fcntl(old, F_GETFD, 0) < 0)
     return dropin_fail(EBADF); /* dup3 leaves new open on a bad old */
-  io_fd_forget(new);           /* dup3 closes it */
-  return (int)io_fail(copied(old, io_ret(syscall(SYS_dup3, old, new, flags))));
+  /* dup3 closes new: forget it in the same step (io_fd_forget_with) */
+  int of[2] = {old, flags};
+  return (int)io_fail(copied(old, io_fd_forget_with(new, op_dup3, of)));
 }
 
 DROPIN_API int dup2(int old, int new) {
@@ -315,6 +321,5 @@ DROPIN_API int ioctl(int fd, unsigned long request, ...) {
 }
 
 DROPIN_API int close(int fd) {
-  io_fd_forget(fd);
-  return (int)io_fail(sys_close(fd));
+  return (int)io_fail(io_fd_close(fd));
 }

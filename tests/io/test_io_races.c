@@ -4,7 +4,9 @@
  *    writer's total is consumed; every byte is read exactly once and
  *    nobody is left waiting (a lost edge would hang a reader);
  *  - close while waited on: threads parked in swarm_read and swarm_poll on
- *    one descriptor all return EBADF when another thread closes it;
+ *    one descriptor all return EBADF when another thread closes it (ten
+ *    rounds: a waiter woken before the kernel closed the file once
+ *    registered it anew and waited for ever);
  *  - a descriptor passed between threads: a socket first waited on by one
  *    thread (registering it in that worker's epoll) is then used by other
  *    threads, on whatever worker they run, in a ping-pong of 2,000 rounds.
@@ -91,7 +93,7 @@ static void close_while_waited(void) {
                       (void *)(intptr_t)sv[0]) == 0);
   while (atomic_load(&parked) < N)
     swarm_sleep_ns(1000000);
-  swarm_sleep_ns(20000000); /* let them reach their waits */
+  swarm_sleep_ns(5000000); /* let them reach their waits */
   CHECK_EQ(swarm_close(sv[0]), 0);
   for (int i = 0; i < N; i++)
     CHECK(swarm_join(t[i], NULL) == 0);
@@ -144,8 +146,13 @@ static void passed_between_threads(void) {
 
 static void *body(void *arg) {
   (void)arg;
+  /* phases on stderr: a hang says where it hangs */
+  fprintf(stderr, "many readers on one pipe\n");
   many_readers();
-  close_while_waited();
+  fprintf(stderr, "close while waited on\n");
+  for (int round = 0; round < 10; round++)
+    close_while_waited();
+  fprintf(stderr, "a descriptor passed between threads\n");
   passed_between_threads();
   return NULL;
 }
