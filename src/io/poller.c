@@ -49,9 +49,12 @@
  *    timed_out first, so the poller, after unclaiming, sees it and completes
  *    the wait as a timeout. Data is never read into a waiter that has
  *    already been told it timed out.
- *  - close (io_fd_forget) bumps both counters and the generation, claims
- *    every armed waiter with EBADF, and removes the epoll registration;
- *    events still queued for the old generation are dropped.
+ *  - close (io_fd_forget_with) removes the epoll registration, closes the
+ *    file, bumps both counters and the generation, and claims every armed
+ *    waiter with EBADF, all under the entry's lock; only then are they
+ *    woken (woken earlier, one could find the file still open and register
+ *    it again, to wait for an event that can never come). Events still
+ *    queued for the old generation are dropped.
  *
  * Ownership: a parked thread is owned by its wait (a node on each list, the
  * claim word deciding which waker readies it); its nodes live on its stack
