@@ -90,7 +90,11 @@ int monitor_spare_count(int nworkers) {
     if (!*end && n >= 0)
       return n > MONITOR_MAX_SPARES ? MONITOR_MAX_SPARES : (int)n;
   }
-  int n = nworkers < 2 ? 2 : nworkers;
+  /* One worker: none by default. A program on one worker may rely on
+   * one swarm thread running at a time on one kernel thread (the MPI
+   * programs of src/cio call MPI from several threads under
+   * MPI_THREAD_FUNNELED); a spare would break that. */
+  int n = nworkers < 2 ? 0 : nworkers;
   return n > MONITOR_MAX_SPARES ? MONITOR_MAX_SPARES : n;
 }
 
@@ -194,6 +198,15 @@ static char thread_state(int tid) {
   return p && p[1] == ' ' ? p[2] : 0;
 }
 
+/* Whether a stalled worker's queue could be helped: a worker sleeps (to
+ * be woken) or a spare is free. */
+static bool help_possible(void) {
+  if (atomic_load(&swarm_rt.spares_active) <
+      swarm_rt.nslots - swarm_rt.nworkers)
+    return true;
+  return atomic_load(&swarm_rt.idle_workers) > 0;
+}
+
 /* One look at every worker. Returns true if something needed attention. */
 static bool monitor_tick(const struct swarm_io_hooks *io, uint64_t now) {
   bool busy = false, io_readied = false;
@@ -216,8 +229,8 @@ static bool monitor_tick(const struct swarm_io_hooks *io, uint64_t now) {
       w->monitor_blocked = 0;
     }
     w->monitor_seen_run = run;
-    if (w->monitor_stalled > 0)
-      busy = true; /* keep the short tick while it lasts */
+    if (w->monitor_stalled > 0 && has_queued(w) && help_possible())
+      busy = true; /* keep the short tick while help could come */
     if (w->monitor_stalled < MONITOR_STALL_TICKS)
       continue;
     /* Its kernel thread is stuck: fire its due timers from here (the
@@ -229,8 +242,8 @@ static bool monitor_tick(const struct swarm_io_hooks *io, uint64_t now) {
     /* Threads queued behind it: help at once if it is blocked in the
      * kernel; if it is running (a thread that does not yield, or the
      * kernel preempted the worker) give it MONITOR_HOG_TICKS first. */
-    if (!has_queued(w))
-      continue;
+    if (!has_queued(w) || !help_possible())
+      continue; /* and no need to read /proc */
     /* Seen blocked on consecutive ticks: a page fault waiting for the
      * mmap lock shows 'D' for a moment without being stuck. */
     char st = thread_state(w->tid);

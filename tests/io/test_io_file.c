@@ -45,6 +45,8 @@ static void *reader(void *arg) {
 }
 
 int main(void) {
+  /* spare workers even on one worker (none by default there) */
+  setenv("SWARM_SPARES", "2", 0);
   snprintf(path, sizeof path, "/tmp/swarm-io-file-%d", (int)getpid());
   expect = malloc(SIZE);
   for (size_t i = 0; i < SIZE; i++)

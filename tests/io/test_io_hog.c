@@ -59,6 +59,8 @@ static void *kernel_writer(void *arg) {
 }
 
 int main(void) {
+  /* spare workers even on one worker (none by default there) */
+  setenv("SWARM_SPARES", "2", 0);
   rounds = test_scaled(200, 20);
   int nw = swarm_num_workers();
   CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);

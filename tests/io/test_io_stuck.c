@@ -28,6 +28,8 @@ static void *work(void *arg) {
 }
 
 int main(void) {
+  /* spare workers even on one worker (none by default there) */
+  setenv("SWARM_SPARES", "2", 0);
   CHECK(pipe(p) == 0); /* plain libc pipe: blocking */
   int nw = swarm_num_workers();
   swarm_thread_t *s = calloc((size_t)nw, sizeof *s);
