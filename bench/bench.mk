@@ -2,6 +2,8 @@
 # the top-level Makefile:
 #   make bench        build everything (peers too), run every workload on every
 #                     system at 1 and all workers: results/bench.json + .png
+#                     and pingpong (issue 5) for every server, load shape and
+#                     connection count: results/pingpong.json + .png
 #   make bench-instr  callgrind instructions per task, fib(22), 1 worker, every
 #                     system: results/bench-instr.json
 #   make bench-build  just build swarm's benchmark programs and the peers

@@ -7,6 +7,7 @@ peer, and draws grouped bars with matplotlib.
   tools/bench.py --mode full   [--build build]   # make bench: results/bench.json, results/bench.png
   tools/bench.py --mode demo   [--build build]   # make demo: ~1 minute, smaller sizes
   tools/bench.py --mode instr  [--build build]   # make bench-instr: callgrind instructions per task
+  tools/bench.py --mode pingpong [--build build] # just the I/O benchmark: results/pingpong.json + .png
 
 Programs: build/bench/<workload> (swarm) and build/bench/peers/<workload>-<system>
 (serial, omp, tbb, pthread, go). The Go peers are built here with `go build`
@@ -95,6 +96,11 @@ def build_go(build):
                            cwd=src, env=env, capture_output=True, text=True)
         if r.returncode != 0:
             return f"go build failed: {r.stderr.strip()[-300:]}"
+    # pingpong's Go server (issue 5)
+    r = subprocess.run([go, "build", "-o", os.path.join(out, "pingpong-server-go"), "./cmd/pingpong"],
+                       cwd=src, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        return f"go build failed: {r.stderr.strip()[-300:]}"
     return None
 
 
@@ -461,16 +467,165 @@ def instr(build, out_dir, go_problem, systems=SYSTEMS):
     return 0
 
 
+# ---- pingpong: thread-per-connection I/O (issue 5) ---------------------------
+
+PP_SERVERS = ["swarm", "nptl", "swarmrun", "go", "epoll"]
+PP_CONNS = [1, 16, 128, 1024, 8192]
+PP_SHAPES = [("all active", lambda c: c), ("1/8 active", lambda c: max(1, c // 8)),
+             ("128 active", lambda c: min(128, c))]
+
+
+def pingpong_suite(build, out_dir, go_problem, reps=3, seconds=2.0, conns=None, servers=None):
+    """build/bench/pingpong for every server, load shape and connection
+    count; the runs of one point are interleaved across servers (rep 1 of
+    every server, then rep 2, ...) so machine noise spreads evenly; keeps
+    the median tps. Writes pingpong.json, prints a table, draws pingpong.png
+    (throughput vs connections, one panel per load shape)."""
+    exe = os.path.join(build, "bench", "pingpong")
+    if not os.path.exists(exe):
+        print(f"pingpong: {os.path.relpath(exe, ROOT)} not built")
+        return 1
+    servers = servers or PP_SERVERS
+    conns = conns or PP_CONNS
+    points = []
+    for shape, active_of in PP_SHAPES:
+        for c in conns:
+            a = active_of(c)
+            if any(p["conns"] == c and p["active"] == a for p in points if p["shape"] == shape):
+                continue
+            runs = {s: [] for s in servers}
+            notes = {}
+            for rep in range(reps):
+                for s in servers:
+                    if s == "go" and go_problem:
+                        notes[s] = go_problem
+                        continue
+                    cmd = [exe, "--server", s, "--conns", str(c), "--active", str(a), "--seconds", str(seconds)]
+                    try:
+                        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120 + seconds)
+                    except subprocess.TimeoutExpired:
+                        notes[s] = "timed out"
+                        continue
+                    rec = next((json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")), None)
+                    if rec is None:
+                        notes[s] = f"exit {r.returncode}: {r.stderr.strip()[-200:]}"
+                        continue
+                    runs[s].append(rec)
+            for s in servers:
+                rs = runs[s]
+                tps = sorted(r["tps"] for r in rs)
+                med = tps[len(tps) // 2] if tps else None
+                points.append({"shape": shape, "server": s, "conns": c, "active": a, "seconds": seconds,
+                               "tps_median": med, "tps_runs": [r["tps"] for r in rs],
+                               "errors": sum(r["errors"] for r in rs),
+                               "server_cpus": rs[0]["server_cpus"] if rs else None,
+                               "note": notes.get(s)})
+                log(f"  pingpong {shape:10} C={c:5} A={a:5} {s:9} " +
+                    (f"{med:,.0f} tps" if med is not None else notes.get(s, "failed")))
+    data = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "machine": machine(),
+            "reps": reps, "seconds": seconds, "points": points,
+            "command": f"{os.path.relpath(exe, ROOT)} --server S --conns C --active A --seconds {seconds:g}"}
+    os.makedirs(out_dir, exist_ok=True)
+    jpath = os.path.join(out_dir, "pingpong.json")
+    with open(jpath, "w") as f:
+        json.dump(data, f, indent=1)
+    print(pingpong_table(data))
+    print(f"\nwrote {os.path.relpath(jpath, ROOT)}")
+    ppath = os.path.join(out_dir, "pingpong.png")
+    why = pingpong_plot(jpath, ppath)
+    print(why if why else f"wrote {os.path.relpath(ppath, ROOT)}")
+    return 0
+
+
+def pingpong_table(data):
+    pts = data["points"]
+    servers = []
+    for p in pts:
+        if p["server"] not in servers:
+            servers.append(p["server"])
+    out = [f"pingpong: round trips per second (median of {data['reps']}, {data['seconds']:g} s each, "
+           f"1-byte echo over loopback; server on {next((p['server_cpus'] for p in pts if p['server_cpus']), '?')} "
+           f"CPU(s), the epoll client on its own)"]
+    for shape, _ in PP_SHAPES:
+        rows = [["conns", "active"] + servers + ["swarm/nptl", "swarm/go", "swarm/epoll"]]
+        for c in sorted({p["conns"] for p in pts if p["shape"] == shape}):
+            by = {p["server"]: p for p in pts if p["shape"] == shape and p["conns"] == c}
+            v = {s: by[s]["tps_median"] if s in by else None for s in servers}
+            row = [str(c), str(next(iter(by.values()))["active"])]
+            row += [f"{v[s]:,.0f}" if v[s] else "-" for s in servers]
+            row += [fmt_ratio(ratio(v.get("swarm"), v.get(o))) for o in ("nptl", "go", "epoll")]
+            rows.append(row)
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        out.append(f"\n{shape}")
+        for r in rows:
+            out.append("  " + "  ".join(c.rjust(w) for c, w in zip(r, widths)))
+    errs = sum(p["errors"] for p in pts)
+    out.append(f"\nerrors (unexpected reads or closes at the client): {errs}")
+    for p in pts:
+        if p.get("note"):
+            out.append(f"n/a {p['server']} C={p['conns']}: {p['note']}")
+    return "\n".join(out)
+
+
+def pingpong_plot(json_path, png_path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        alt = "/usr/bin/python3"
+        if os.path.exists(alt) and os.path.realpath(sys.executable) != os.path.realpath(alt):
+            r = subprocess.run([alt, os.path.abspath(__file__), "--plot-pingpong", json_path, png_path],
+                               capture_output=True, text=True)
+            if r.returncode == 0:
+                return None
+        return "matplotlib not importable (make deps installs python3-matplotlib); plot skipped"
+    with open(json_path) as f:
+        data = json.load(f)
+    pts = data["points"]
+    servers = []
+    for p in pts:
+        if p["server"] not in servers:
+            servers.append(p["server"])
+    fig, axes = plt.subplots(1, len(PP_SHAPES), figsize=(5 * len(PP_SHAPES), 4), squeeze=False)
+    for ax, (shape, _) in zip(axes[0], PP_SHAPES):
+        for s in servers:
+            xs = [p["conns"] for p in pts if p["shape"] == shape and p["server"] == s and p["tps_median"]]
+            ys = [p["tps_median"] for p in pts if p["shape"] == shape and p["server"] == s and p["tps_median"]]
+            ax.plot(xs, ys, marker="o", label=s)
+        ax.set_xscale("log")
+        ax.set_title(shape)
+        ax.set_xlabel("connections")
+        ax.set_ylabel("round trips / s")
+        ax.grid(alpha=0.3, which="both")
+    axes[0][0].legend(fontsize=8)
+    m = data.get("machine", {})
+    fig.suptitle(f"pingpong, 1-byte echo over loopback — median of {data['reps']}, {m.get('cpu', '')}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(png_path, dpi=110)
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mode", choices=["full", "demo", "instr"], default="full")
+    ap.add_argument("--mode", choices=["full", "demo", "instr", "pingpong"], default="full")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--out", default=None, help="results directory (full: results/, demo: BUILD/bench/)")
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--cases", default=None, help="comma-separated workloads to keep (fib,btc,uts,nqueens)")
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--plot-only", nargs=2, metavar=("JSON", "PNG"), help=argparse.SUPPRESS)
+    ap.add_argument("--plot-pingpong", nargs=2, metavar=("JSON", "PNG"), help=argparse.SUPPRESS)
+    ap.add_argument("--pp-conns", default=None, help="pingpong: comma-separated connection counts")
+    ap.add_argument("--pp-servers", default=None, help="pingpong: comma-separated servers")
+    ap.add_argument("--pp-seconds", type=float, default=2.0, help="pingpong: seconds per run")
     a = ap.parse_args()
+    if a.plot_pingpong:
+        why = pingpong_plot(*a.plot_pingpong)
+        if why:
+            print(why, file=sys.stderr)
+            return 1
+        return 0
     if a.plot_only:
         why = plot(*a.plot_only)
         if why:
@@ -487,6 +642,13 @@ def main():
     if a.mode == "instr":
         return instr(build, a.out or os.path.join(ROOT, "results"), go_problem,
                      [s for s in SYSTEMS if s in a.systems.split(",")])
+    pp_args = dict(reps=a.reps or 3, seconds=a.pp_seconds,
+                   conns=[int(c) for c in a.pp_conns.split(",")] if a.pp_conns else None,
+                   servers=a.pp_servers.split(",") if a.pp_servers else None)
+    if a.mode == "pingpong":
+        if "go" not in a.systems.split(","):
+            go_problem = build_go(build)
+        return pingpong_suite(build, a.out or os.path.join(ROOT, "results"), go_problem, **pp_args)
 
     out_dir = a.out or (os.path.join(ROOT, "results") if a.mode == "full" else os.path.join(build, "bench"))
     name = "bench" if a.mode == "full" else "demo"
@@ -538,6 +700,10 @@ def main():
     ppath = os.path.join(out_dir, f"{name}.png")
     why = plot(jpath, ppath)
     print(why if why else f"wrote {os.path.relpath(ppath, ROOT)}")
+    if a.mode == "full" and not a.cases:
+        log("pingpong (issue 5) ...")
+        print()
+        pingpong_suite(build, out_dir, go_problem, **pp_args)
     wrong = [r for r in runs + detail_recs if r.get("correct") is False]
     if wrong:
         print("WRONG RESULTS: " + ", ".join(f"{r['case']}/{r['system']}/w{r['workers_asked']}" for r in wrong))

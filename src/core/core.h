@@ -182,6 +182,14 @@ struct worker {
   pthread_t kthread;
   void *altstack;
   struct stack_ref sched_stack; /* worker 0 only: the scheduler's stack */
+  /* ---- monitor.c: spare workers and stall detection (issue 4) ---- */
+  _Atomic uint32_t spare_word; /* spare: futex it waits on while retired */
+  _Atomic bool spare_active;   /* spare: running its scheduler loop */
+  bool spare_started;          /* spare: its kernel thread exists */
+  uint64_t monitor_seen_run;   /* monitor-only: stats.run at the last tick */
+  uint32_t monitor_stalled;    /* monitor-only: ticks without progress */
+  uint32_t monitor_blocked;    /* monitor-only: of those, seen blocked */
+  int tid;                     /* its kernel thread's id (for the monitor) */
 #ifdef SWARM_ASAN
   void *sched_fake_stack;
   const void *sched_stack_lo;
@@ -211,6 +219,14 @@ struct runtime {
   _Atomic uint32_t external_rr;       /* round robin for external spawns */
   pthread_mutex_t lifecycle_lock;     /* init / finalize */
   void *(*after_main_exit)(void *);   /* NULL, or its traced step (trace.h) */
+  /* monitor.c. workers[nworkers .. nslots) are spare workers: started by
+   * the monitor when queued threads make no progress, retired when idle. */
+  int nslots;
+  pthread_t monitor_kthread;
+  bool monitor_started;
+  _Atomic uint32_t monitor_word; /* futex the monitor sleeps on */
+  _Atomic bool monitor_idle;     /* it sleeps with no deadline */
+  _Atomic int spares_active;
 };
 
 extern struct runtime swarm_rt;
@@ -302,6 +318,43 @@ extern void (*swarm_thread_exit_hook)(struct swarm_thread *self);
 void runtime_reset_after_fork(void);
 void desc_table_after_fork(void);
 void stack_pool_after_fork(void);
+
+/* The I/O layer's hooks into the scheduler (src/io registers them from a
+ * constructor; NULL when it is not linked in). Core calls them at its poll
+ * points and never includes io headers. */
+struct swarm_io_hooks {
+  /* Worker w, in its scheduler loop with no local work: performs the I/O
+   * that became possible and makes the threads whose call completed
+   * runnable on w. Must be cheap when w has nothing registered. */
+  void (*poll)(struct worker *w);
+  /* Idle worker w sleeps here instead of on its futex (an epoll_wait that
+   * I/O readiness or ->wake ends), at most timeout_ns, and not at all if
+   * w->sleep_word no longer equals seq. false: it cannot (nothing
+   * registered yet); the caller uses the futex. */
+  bool (*sleep)(struct worker *w, uint32_t seq, int64_t timeout_ns);
+  /* Called after w->sleep_word was advanced: wakes w if it sleeps in
+   * ->sleep. true if w was inside ->sleep (the futex wake is unneeded). */
+  bool (*wake)(struct worker *w);
+  /* The monitor: polls w's I/O if nobody has for stale_ns. Returns the
+   * number of threads made runnable. */
+  int (*poll_stale)(struct worker *w, uint64_t now_ns, uint64_t stale_ns);
+  /* true while threads are parked waiting for I/O: the monitor keeps its
+   * short tick. */
+  bool (*waiting)(void);
+  /* In a fork child, before the runtime restarts. */
+  void (*after_fork)(void);
+};
+extern const struct swarm_io_hooks *_Atomic swarm_io_hooks;
+
+/* ---- the monitor and spare workers (monitor.c) ---- */
+int monitor_start(void);       /* at swarm_init, after the workers */
+void monitor_stop(void);       /* at swarm_finalize: joins it and spares */
+void monitor_kick(void);       /* a worker woke: leave the idle sleep */
+void monitor_after_fork(void); /* forget the parent's monitor and spares */
+void spare_retire(struct worker *w); /* a spare with nothing to do */
+int monitor_spare_count(int nworkers);
+void *worker_main(void *arg); /* sched.c: a worker's kernel thread */
+bool worker_wake_sleeping(struct worker *w); /* sched.c: wake if asleep */
 
 /* ---- internal services used across core files ---- */
 int runtime_ensure_started(void);

@@ -24,9 +24,12 @@
  *    worker_current(), never a worker pointer or TLS address from before the
  *    switch: the thread may have been stolen in between.
  *
- *  - Finding work, in order: own deque (bottom) -> own ready queue -> random
- *    victims' deques (top) and unpinned ready-queue entries -> spin a
- *    bounded number of rounds -> sleep on the worker's futex.
+ *  - Finding work, in order: own deque (bottom) -> own ready queue -> due
+ *    timers and I/O (the io layer's poll hook, core.h) -> random victims'
+ *    deques (top) and unpinned ready-queue entries (spare workers'
+ *    included, monitor.c) -> spin a bounded number of rounds -> sleep on
+ *    the worker's futex, or in its epoll_wait when the io layer is linked
+ *    in (below). A spare worker retires instead of sleeping.
  *
  *  - Sleeping and waking, the store-buffer race won here. A worker about to
  *    sleep sets its `sleeping` flag, counts itself in idle_workers, issues a
@@ -49,6 +52,16 @@
  *    racing that push sleeps until its timeout, which starts at 1 ms and
  *    doubles to 256 ms while it stays idle. That costs parallelism, never
  *    progress: the owner runs its own deque.
+ *    With the io layer the wait is an epoll_wait on the worker's epoll
+ *    instead of the futex wait, and the protocol keeps the futex's
+ *    meaning (models/park_ready.pml still describes it): the sleeper stores
+ *    in_epoll, then re-reads sleep_word and waits only if it still equals
+ *    the value read before the re-check; a waker advances sleep_word
+ *    (seq_cst), then reads in_epoll and, if set, writes the worker's
+ *    eventfd, which stays readable until drained, so a wake that lands
+ *    before epoll_wait starts still ends it. Readiness ends it too.
+ *    The monitor (monitor.c) sleeps without a deadline once every worker
+ *    sleeps; a worker leaving worker_sleep wakes it.
  *    Rejected: one global futex all idle workers wait on (wakes a herd); a
  *    fence on every push (the 8%); no sleeping, as in MassiveThreads (an
  *    idle program burns every core).
@@ -69,6 +82,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "arch/context.h"
@@ -240,9 +254,19 @@ static bool worker_wake_if_sleeping(struct worker *w) {
                                                memory_order_relaxed))
     return false;
   atomic_fetch_sub_explicit(&swarm_rt.idle_workers, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&w->sleep_word, 1, memory_order_release);
-  os_futex_wake(&w->sleep_word, 1);
+  /* seq_cst, not release: the I/O layer's sleeper stores "in epoll_wait"
+   * and then loads sleep_word, so this store must not pass the load of
+   * that flag in io->wake (store-buffer race; src/io/poller.c). */
+  atomic_fetch_add_explicit(&w->sleep_word, 1, memory_order_seq_cst);
+  const struct swarm_io_hooks *io =
+      atomic_load_explicit(&swarm_io_hooks, memory_order_acquire);
+  if (!io || !io->wake(w)) /* asleep in epoll_wait: its eventfd woke it */
+    os_futex_wake(&w->sleep_word, 1);
   return true;
+}
+
+bool worker_wake_sleeping(struct worker *w) { /* for the monitor */
+  return worker_wake_if_sleeping(w);
 }
 
 void worker_wake(struct worker *w) {
@@ -396,10 +420,10 @@ static void thread_entry(void *transfer) {
 static bool all_threads_exited(void) {
   /* Exited first, then spawned: see the file comment. */
   uint64_t exited = 0, spawned = 0;
-  for (int i = 0; i < swarm_rt.nworkers; i++)
+  for (int i = 0; i < swarm_rt.nslots; i++) /* spares count too */
     exited += atomic_load_explicit(&swarm_rt.workers[i].stat_exited_pub,
                                    memory_order_acquire);
-  for (int i = 0; i < swarm_rt.nworkers; i++)
+  for (int i = 0; i < swarm_rt.nslots; i++)
     spawned += atomic_load_explicit(&swarm_rt.workers[i].stat_spawned_pub,
                                     memory_order_acquire);
   spawned +=
@@ -687,7 +711,7 @@ void swarm_yield(void) {
 /* ---- the scheduler loop ---- */
 
 static struct swarm_thread *steal_round(struct worker *w) {
-  int n = swarm_rt.nworkers;
+  int n = swarm_rt.nslots; /* spare workers' deques too (monitor.c) */
   if (n < 2)
     return NULL;
   for (int attempt = 0; attempt < n - 1; attempt++) {
@@ -724,7 +748,7 @@ static struct swarm_thread *steal_round(struct worker *w) {
 }
 
 static bool work_visible(void) {
-  for (int i = 0; i < swarm_rt.nworkers; i++) {
+  for (int i = 0; i < swarm_rt.nslots; i++) { /* spares too */
     struct worker *v = &swarm_rt.workers[i];
     if (deque_size(&v->deque) > 0 || queue_count(&v->queue) > 0)
       return true;
@@ -773,7 +797,11 @@ static void worker_sleep(struct worker *w, int64_t timeout_ns) {
       if (until < timeout_ns)
         timeout_ns = until;
     }
-    if (timeout_ns > 0)
+    /* With the I/O layer, sleep in the worker's epoll_wait so readiness
+     * wakes it too; wakers then write its eventfd (io->wake). */
+    const struct swarm_io_hooks *io =
+        atomic_load_explicit(&swarm_io_hooks, memory_order_acquire);
+    if (timeout_ns > 0 && (!io || !io->sleep(w, seq, timeout_ns)))
       os_futex_wait(&w->sleep_word, seq, timeout_ns);
     TRACE_SLEEP_END(w);
   }
@@ -782,6 +810,12 @@ static void worker_sleep(struct worker *w, int64_t timeout_ns) {
                                               memory_order_acq_rel,
                                               memory_order_relaxed))
     atomic_fetch_sub_explicit(&swarm_rt.idle_workers, 1, memory_order_relaxed);
+  /* The monitor sleeps without a deadline once every worker sleeps: a
+   * worker that wakes brings it back (fence: store-load against its
+   * monitor_idle store then sleeping-flag loads; monitor.c). */
+  atomic_thread_fence(memory_order_seq_cst);
+  if (atomic_load_explicit(&swarm_rt.monitor_idle, memory_order_relaxed))
+    monitor_kick();
 }
 
 static void sched_loop(struct worker *w) {
@@ -790,6 +824,14 @@ static void sched_loop(struct worker *w) {
   for (;;) {
     timers_poll(w);
     struct swarm_thread *t = local_next(w);
+    if (!t) { /* due I/O before stealing (src/io; cheap when none waits) */
+      const struct swarm_io_hooks *io =
+          atomic_load_explicit(&swarm_io_hooks, memory_order_relaxed);
+      if (io) {
+        io->poll(w);
+        t = local_next(w);
+      }
+    }
     if (!t)
       t = steal_round(w);
     if (t) {
@@ -805,6 +847,11 @@ static void sched_loop(struct worker *w) {
     check_quiescence(w);
     if (++spins < SPIN_ROUNDS) {
       os_cpu_relax();
+      continue;
+    }
+    if (unlikely(w->id >= swarm_rt.nworkers)) { /* a spare: retire */
+      spare_retire(w);
+      spins = 0;
       continue;
     }
     worker_sleep(w, backoff);
@@ -825,9 +872,10 @@ static void sched_entry(void *transfer) {
   abort();
 }
 
-static void *worker_main(void *arg) {
+void *worker_main(void *arg) { /* also the spares' (monitor.c) */
   struct worker *w = arg;
   swarm_tls_worker = w;
+  w->tid = (int)syscall(SYS_gettid); /* the monitor reads its state */
   if (swarm_rt.bind)
     os_bind_self(swarm_rt.cpus[w->id % swarm_rt.ncpus]);
   w->altstack = os_altstack_install();
@@ -896,8 +944,8 @@ static void stats_at_exit(void) {
     swarm_stats_print();
 }
 
-static void workers_release(int nstarted) {
-  for (int i = 0; i < nstarted; i++) {
+static void workers_release(int nslots) {
+  for (int i = 0; i < nslots; i++) {
     struct worker *w = &swarm_rt.workers[i];
     stack_cache_flush(w);
     desc_cache_flush(w);
@@ -938,12 +986,15 @@ int swarm_init(const swarm_config_t *config) {
   atomic_store(&swarm_rt.finalize_waiter, NULL);
   atomic_store(&swarm_rt.main_exited, false);
 
-  size_t bytes = sizeof(struct worker) * (size_t)nworkers;
+  /* Spare workers (monitor.c) follow the regular ones in the array. */
+  int nslots = nworkers + monitor_spare_count(nworkers);
+  swarm_rt.nslots = nslots;
+  size_t bytes = sizeof(struct worker) * (size_t)nslots;
   swarm_rt.workers = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
   if (!swarm_rt.workers)
     goto fail_nomem;
   memset(swarm_rt.workers, 0, bytes);
-  for (int i = 0; i < nworkers; i++) {
+  for (int i = 0; i < nslots; i++) {
     struct worker *w = &swarm_rt.workers[i];
     w->id = i;
     atomic_init(&w->timers.earliest_ns, UINT64_MAX);
@@ -967,7 +1018,7 @@ int swarm_init(const swarm_config_t *config) {
   if (!main_t || stack_alloc(w0, SCHED_STACK_SIZE, &w0->sched_stack) != 0) {
     if (main_t)
       desc_release(NULL, main_t);
-    workers_release(nworkers);
+    workers_release(nslots);
     goto fail_nomem;
   }
   main_t->kind = THREAD_MAIN;
@@ -985,6 +1036,7 @@ int swarm_init(const swarm_config_t *config) {
   swarm_rt.main_thread = main_t;
   swarm_rt.init_kthread = pthread_self();
   w0->kthread = pthread_self();
+  w0->tid = (int)syscall(SYS_gettid); /* the monitor reads its state */
   w0->current = main_t;
   static const struct trace_steps plain = {after_push_parent,
                                            after_release_stack, after_park},
@@ -1016,12 +1068,13 @@ int swarm_init(const swarm_config_t *config) {
       stack_release(NULL, w0->sched_stack);
       desc_release(NULL, main_t);
       swarm_rt.main_thread = NULL;
-      workers_release(nworkers);
+      workers_release(nslots);
       atomic_store(&swarm_rt.state, RT_OFF);
       pthread_mutex_unlock(&swarm_rt.lifecycle_lock);
       return EAGAIN;
     }
   }
+  monitor_start(); /* without it, only stuck workers go unnoticed */
   static bool atexit_done;
   if (!atexit_done) {
     atexit_done = true;
@@ -1057,6 +1110,8 @@ void runtime_reset_after_fork(void) {
   tls_external = NULL;
   swarm_rt.workers = NULL; /* the parent's, abandoned with their threads */
   swarm_rt.nworkers = 0;
+  swarm_rt.nslots = 0;
+  monitor_after_fork();
   swarm_rt.main_thread = NULL;
   atomic_store(&swarm_rt.idle_workers, 0);
   atomic_store(&swarm_rt.finalize_waiter, NULL);
@@ -1105,6 +1160,7 @@ int swarm_finalize(void) {
   }
   for (int i = 1; i < swarm_rt.nworkers; i++)
     pthread_join(swarm_rt.workers[i].kthread, NULL);
+  monitor_stop(); /* and the spares it started */
   trace_stop();
   tls_worker_clear();
   os_altstack_release(w->altstack);
@@ -1114,8 +1170,9 @@ int swarm_finalize(void) {
   atomic_fetch_or(&self->control, CTL_EXITED);
   desc_release(NULL, self);
   swarm_rt.main_thread = NULL;
-  workers_release(swarm_rt.nworkers);
+  workers_release(swarm_rt.nslots);
   swarm_rt.nworkers = 0;
+  swarm_rt.nslots = 0;
   atomic_store(&swarm_rt.state, RT_OFF);
   pthread_mutex_unlock(&swarm_rt.lifecycle_lock);
   return 0;

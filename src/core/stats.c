@@ -27,7 +27,7 @@ int swarm_stats_get(swarm_stats_t *stats) {
   if (atomic_load(&swarm_rt.state) != RT_RUNNING)
     return ESRCH;
   swarm_stats_t sum = {0};
-  for (int i = 0; i < swarm_rt.nworkers; i++) {
+  for (int i = 0; i < swarm_rt.nslots; i++) { /* spares too */
     swarm_stats_t s;
     worker_counters(&swarm_rt.workers[i], &s);
     sum.threads_spawned += s.threads_spawned;
@@ -54,7 +54,7 @@ void swarm_stats_print(void) {
   dprintf(fd, "swarm stats: %-6s %12s %12s %12s %12s %10s %8s %8s\n",
           "worker", "spawned", "run", "steal_tries", "steals", "parks",
           "sleeps", "stacks");
-  for (int i = 0; i < swarm_rt.nworkers; i++) {
+  for (int i = 0; i < swarm_rt.nslots; i++) { /* spares too */
     swarm_stats_t s;
     worker_counters(&swarm_rt.workers[i], &s);
     dprintf(fd,

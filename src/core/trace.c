@@ -52,9 +52,11 @@ static struct {
   int spill_fd; /* full buffers, binary, until the trace closes; or -1 */
   bool closed;  /* the trailer is written; drop whatever comes */
   bool atexit_done;
-  int nworkers;
-  uint64_t written; /* events written, for the trailer */
-  char *text;       /* TEXT_CAP bytes, used under lock */
+  int nworkers;          /* regular workers; spares follow */
+  uint64_t spares_named; /* spare tracks named so far (bit per spare) */
+  int nslots;            /* workers with a buffer, spares included */
+  uint64_t written;      /* events written, for the trailer */
+  char *text;            /* TEXT_CAP bytes, used under lock */
   size_t len;
 } trace_file = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .spill_fd = -1};
 
@@ -319,11 +321,39 @@ static char *format_rec(char *p, int worker, const struct trace_rec *r) {
 }
 
 /* Formats records [0, n) of `worker` into the JSON file; under lock. */
+/* The metadata naming worker i's track. Spare workers (monitor.c) get
+ * theirs when their first records are written, so a trace shows only the
+ * spares that ran something. */
+static char *put_track_name(char *p, int i) {
+  p = EVENT(p, "M", "thread_name", i, 0);
+  p = PUT_LIT(p, ",\"args\":{\"name\":\"worker ");
+  p = put_u64(p, (uint64_t)i);
+  if (i >= trace_file.nworkers)
+    p = PUT_LIT(p, " (spare)");
+  p = PUT_LIT(p, "\"}}");
+  p = EVENT(p, "M", "thread_sort_index", i, 0);
+  p = PUT_LIT(p, ",\"args\":{\"sort_index\":");
+  p = put_u64(p, (uint64_t)i);
+  p = PUT_LIT(p, "}}");
+  return p;
+}
+
 static void write_records(int worker, const struct trace_rec *recs,
                           uint32_t n) {
   if (trace_file.closed || trace_file.fd < 0)
     return;
   char *text = trace_file.text, *p = text + trace_file.len;
+  int spare = worker - trace_file.nworkers;
+  if (n && spare >= 0 && spare < 64 &&
+      !(trace_file.spares_named & ((uint64_t)1 << spare))) {
+    trace_file.spares_named |= (uint64_t)1 << spare;
+    if ((size_t)(p - text) + 2 * TEXT_EVENT_MAX > TEXT_CAP) {
+      trace_file.len = (size_t)(p - text);
+      text_flush();
+      p = text;
+    }
+    p = put_track_name(p, worker);
+  }
   for (uint32_t i = 0; i < n; i++) {
     if ((size_t)(p - text) + TEXT_EVENT_MAX > TEXT_CAP) {
       trace_file.len = (size_t)(p - text);
@@ -466,7 +496,7 @@ static void stop(bool all_stopped) {
     return;
   }
   spill_drain();
-  for (int i = 0; i < trace_file.nworkers && swarm_rt.workers; i++) {
+  for (int i = 0; i < trace_file.nslots && swarm_rt.workers; i++) {
     struct trace_buf *b = swarm_rt.workers[i].trace;
     if (!b)
       continue;
@@ -477,7 +507,7 @@ static void stop(bool all_stopped) {
   }
   close_locked();
   if (all_stopped) {
-    for (int i = 0; i < trace_file.nworkers && swarm_rt.workers; i++) {
+    for (int i = 0; i < trace_file.nslots && swarm_rt.workers; i++) {
       struct trace_buf *b = swarm_rt.workers[i].trace;
       swarm_rt.workers[i].trace = NULL;
       if (b) {
@@ -499,8 +529,11 @@ static void trace_at_exit(void) {
   stop(false);
 }
 
+/* Every slot, spare workers included (monitor.c): a spare runs threads, so
+ * it needs the steps (a NULL after_spawn would lose the parent) and a
+ * buffer of its own. */
 static void set_steps(const struct trace_steps *s) {
-  for (int i = 0; i < swarm_rt.nworkers; i++) {
+  for (int i = 0; i < swarm_rt.nslots; i++) {
     struct worker *w = &swarm_rt.workers[i];
     w->after_spawn = s->after_spawn;
     w->after_exit = s->after_exit;
@@ -545,7 +578,7 @@ bool trace_start(const struct trace_steps *plain,
   free(trace_file.text);
   trace_file.text = malloc(TEXT_CAP);
   bool ok = trace_file.text != NULL;
-  for (int i = 0; ok && i < swarm_rt.nworkers; i++) {
+  for (int i = 0; ok && i < swarm_rt.nslots; i++) {
     struct trace_buf *b = calloc(1, sizeof *b);
     if (b && !(b->recs = malloc(sizeof(struct trace_rec) * cap))) {
       free(b);
@@ -562,7 +595,7 @@ bool trace_start(const struct trace_steps *plain,
   if (!ok) {
     fprintf(stderr, "swarm: SWARM_TRACE: out of memory for the buffers; "
                     "tracing is off\n");
-    for (int i = 0; i < swarm_rt.nworkers; i++) {
+    for (int i = 0; i < swarm_rt.nslots; i++) {
       struct trace_buf *b = swarm_rt.workers[i].trace;
       swarm_rt.workers[i].trace = NULL;
       if (b) {
@@ -584,6 +617,8 @@ bool trace_start(const struct trace_steps *plain,
   trace_file.written = 0;
   trace_file.len = 0;
   trace_file.nworkers = swarm_rt.nworkers;
+  trace_file.spares_named = 0;
+  trace_file.nslots = swarm_rt.nslots;
   clock_start();
   tables_init();
   /* Metadata: names and order of the workers' tracks. The first event
@@ -597,14 +632,7 @@ bool trace_start(const struct trace_steps *plain,
       text_flush();
       p = trace_file.text;
     }
-    p = EVENT(p, "M", "thread_name", i, 0);
-    p = PUT_LIT(p, ",\"args\":{\"name\":\"worker ");
-    p = put_u64(p, (uint64_t)i);
-    p = PUT_LIT(p, "\"}}");
-    p = EVENT(p, "M", "thread_sort_index", i, 0);
-    p = PUT_LIT(p, ",\"args\":{\"sort_index\":");
-    p = put_u64(p, (uint64_t)i);
-    p = PUT_LIT(p, "}}");
+    p = put_track_name(p, i);
   }
   trace_file.len = (size_t)(p - trace_file.text);
   text_flush();

@@ -11,10 +11,12 @@
  * fatal and says which.
  */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -73,6 +75,11 @@ REAL(sem_timedwait)
 REAL(sem_clockwait)
 REAL(sem_post)
 REAL(sem_getvalue)
+REAL(close)
+REAL(write)
+REAL(fcntl)
+REAL(pipe)
+REAL(read)
 
 int swarm_sys_pthread_create(pthread_t *t, const pthread_attr_t *a,
                              void *(*fn)(void *), void *arg) {
@@ -156,4 +163,23 @@ int swarm_sys_sem_post(sem_t *s) {
 }
 int swarm_sys_sem_getvalue(sem_t *s, int *v) {
   return real_sem_getvalue()(s, v);
+}
+int swarm_sys_close(int fd) {
+  return real_close()(fd);
+}
+ssize_t swarm_sys_write(int fd, const void *b, size_t n) {
+  return real_write()(fd, b, n);
+}
+int swarm_sys_fcntl(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  long arg = va_arg(ap, long); /* int or pointer: both fit in a long */
+  va_end(ap);
+  return real_fcntl()(fd, cmd, arg);
+}
+int swarm_sys_pipe(int fds[2]) {
+  return real_pipe()(fds);
+}
+ssize_t swarm_sys_read(int fd, void *b, size_t n) {
+  return real_read()(fd, b, n); /* trace.c reads its spill file back */
 }

@@ -31,5 +31,12 @@
 #define clock_nanosleep swarm_sys_clock_nanosleep
 #define usleep swarm_sys_usleep
 #define sleep swarm_sys_sleep
+/* the I/O calls the drop-in interposes (pthread/io.c) that the runtime
+ * itself makes: its stats descriptor, os.c's stderr and probes */
+#define close swarm_sys_close
+#define write swarm_sys_write
+#define fcntl swarm_sys_fcntl
+#define pipe swarm_sys_pipe
+#define read swarm_sys_read
 
 #endif

@@ -1,0 +1,95 @@
+/*
+ * swarm/io.h — blocking I/O on swarm threads (optional part of libswarm).
+ *
+ * Each call has the semantics, return value and errno of the libc call it
+ * is named after, with one difference: where the libc call would block the
+ * kernel thread, these block only the calling swarm thread. The runtime
+ * keeps the descriptor in non-blocking mode underneath, parks the thread
+ * on the descriptor, and an idle worker (or the monitor, within about a
+ * millisecond, even while every worker computes) performs the call when the
+ * descriptor becomes ready and makes the thread runnable again.
+ *
+ * Descriptors:
+ *  - Sockets, pipes, FIFOs, character devices that epoll accepts, eventfd,
+ *    timerfd, signalfd and epoll descriptors are waited for in the kernel's
+ *    epoll. The first swarm_* call on such a descriptor switches it to
+ *    O_NONBLOCK and remembers whether the program had it non-blocking: if
+ *    it had, the calls return EAGAIN as libc's would. Descriptors returned
+ *    by swarm_accept/swarm_accept4 are already managed. Because O_NONBLOCK
+ *    belongs to the open file (shared with dup()s and child processes),
+ *    use the swarm_* calls, not plain read/write, on a descriptor once it
+ *    has been used through them, and close it with swarm_close.
+ *  - Regular files and block devices never make epoll wait: a read or
+ *    write on them is handed to a small pool of kernel threads while the
+ *    swarm thread parks, so a worker never waits for the disk.
+ *  - Timeouts: SO_RCVTIMEO / SO_SNDTIMEO on sockets end the wait with
+ *    EAGAIN (EINPROGRESS for connect), as in Linux; poll, ppoll, select and
+ *    swarm_epoll_wait honour their timeout arguments.
+ *  - swarm_close on a descriptor other threads wait on wakes them with
+ *    EBADF.
+ *
+ * All calls also work from kernel threads that are not swarm threads: they
+ * block that kernel thread (on a futex) until the descriptor is ready.
+ */
+#ifndef SWARM_IO_H
+#define SWARM_IO_H
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* exported from the hidden-visibility library (as in swarm.h) */
+#pragma GCC visibility push(default)
+
+ssize_t swarm_read(int fd, void *buf, size_t count);
+ssize_t swarm_write(int fd, const void *buf, size_t count);
+ssize_t swarm_readv(int fd, const struct iovec *iov, int iovcnt);
+ssize_t swarm_writev(int fd, const struct iovec *iov, int iovcnt);
+ssize_t swarm_recv(int fd, void *buf, size_t len, int flags);
+ssize_t swarm_send(int fd, const void *buf, size_t len, int flags);
+ssize_t swarm_recvfrom(int fd, void *buf, size_t len, int flags,
+                       struct sockaddr *src, socklen_t *addrlen);
+ssize_t swarm_sendto(int fd, const void *buf, size_t len, int flags,
+                     const struct sockaddr *dest, socklen_t addrlen);
+ssize_t swarm_recvmsg(int fd, struct msghdr *msg, int flags);
+ssize_t swarm_sendmsg(int fd, const struct msghdr *msg, int flags);
+/* The new descriptor is managed by swarm (non-blocking underneath; blocking
+ * to swarm_* calls unless SOCK_NONBLOCK was given to swarm_accept4). */
+int swarm_accept(int fd, struct sockaddr *addr, socklen_t *addrlen);
+int swarm_accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags);
+int swarm_connect(int fd, const struct sockaddr *addr, socklen_t addrlen);
+int swarm_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms);
+/* sigmask applies to the readiness check only: a parked swarm thread
+ * receives no signals. */
+int swarm_ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *tmo,
+                const sigset_t *sigmask);
+/* Like select(2), except that *timeout is not updated. */
+int swarm_select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
+                 struct timeval *timeout);
+int swarm_epoll_wait(int epfd, struct epoll_event *events, int maxevents,
+                     int timeout_ms);
+
+/* Waits until fd is ready for `events` (POLLIN, POLLOUT, ...) or timeout_ms
+ * passes (< 0: no limit). Returns the ready events (> 0), 0 on timeout, or
+ * -1 with errno (EBADF, also when fd is closed while waited on). */
+int swarm_fd_wait(int fd, short events, int timeout_ms);
+
+/* Closes fd, waking threads that wait on it with EBADF, and forgets what
+ * swarm knew about it. */
+int swarm_close(int fd);
+
+#pragma GCC visibility pop
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,214 @@
+/*
+ * io/io.h — the I/O layer's internal interface: the descriptor table, the
+ * waits threads park in, and the raw system calls underneath (used by
+ * the io sources and by the drop-in's interposers, pthread/io.c).
+ *
+ * Concepts (src/io/poller.c has the design and the races):
+ *  - struct io_fd: what swarm knows about one descriptor number: its kind,
+ *    the program's view of O_NONBLOCK, whether and where it is registered
+ *    in an epoll, two readiness sequence counters (rseq, wseq: edges seen
+ *    for reading and writing) and two FIFO lists of waiting nodes. Guarded
+ *    by its spinlock; the table never frees entries, a close bumps `gen`.
+ *  - struct io_wait: one parked thread's wait (on one or several fds), with
+ *    `fired`, the one word whose 0 -> 1 transition decides who wakes the
+ *    thread (a poller that completed its call, a timer, a close).
+ *  - struct io_node: the thread's entry in one fd's list; carries the call
+ *    a poller performs for it (attempt), or none for a pure readiness wait.
+ */
+#ifndef SWARM_IO_INTERNAL_H
+#define SWARM_IO_INTERNAL_H
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "core/core.h"
+
+enum io_kind {
+  FD_UNKNOWN = 0, /* not looked at yet (or closed) */
+  FD_POLLABLE,    /* non-blocking underneath, waited for with epoll */
+  FD_FILE,        /* regular file or block device: offloaded */
+  FD_PASS,        /* left alone: calls go straight to the kernel */
+};
+
+struct io_node;
+
+struct io_fd {
+  _Atomic uint32_t lock;
+  _Atomic uint32_t gen; /* bumped by close: stale epoll events are dropped */
+  _Atomic uint8_t kind; /* enum io_kind; set under lock, read without */
+  bool user_nonblock;   /* the program's view of O_NONBLOCK */
+  bool registered;      /* in io_workers[owner]'s epoll */
+  bool socket;
+  int16_t owner;
+  _Atomic uint32_t rseq, wseq;       /* readiness edges seen, per direction */
+  struct io_node *head[2], *tail[2]; /* [0] readers, [1] writers */
+};
+
+struct io_wait {
+  _Atomic int fired;     /* 1 while disarmed or once claimed */
+  _Atomic int timed_out; /* set by the timer before it tries to claim */
+  _Atomic int timer_done;
+  bool has_timer;
+  bool closed;      /* claimed by close: EBADF */
+  bool completed;   /* claimed by a poller whose attempt finished */
+  long result;      /* the attempt's result (>= 0 or -errno) */
+  uint32_t revents; /* pure waits: the epoll events seen */
+  struct swarm_thread *thread;
+  struct swarm_timer timer;
+};
+
+struct io_node {
+  struct io_node *next, *prev;
+  struct io_node *ready_next; /* a poller's list of claimed nodes */
+  struct io_wait *wait;
+  struct io_fd *e;
+  int fd;
+  int dir;      /* 0 read, 1 write */
+  bool linked;  /* in e's list (under e->lock) */
+  uint32_t seq; /* e's sequence counter when the attempt said EAGAIN */
+  /* the call to perform (NULL: a pure readiness wait) and its arguments */
+  long (*attempt)(struct io_node *);
+  void *buf;
+  size_t len;
+  int flags;
+  const struct iovec *iov;
+  int iovcnt;
+  struct msghdr *msg;
+  struct sockaddr *addr;
+  socklen_t *addrlen;
+  const struct sockaddr *caddr;
+  socklen_t caddrlen;
+};
+
+/* ---- raw system calls: never an interposed libc symbol (the drop-in
+ * defines read, write, ... itself), results as -errno ---- */
+static inline long io_ret(long r) {
+  return r < 0 ? -(long)errno : r;
+}
+static inline long sys_read(int fd, void *b, size_t n) {
+  return io_ret(syscall(SYS_read, fd, b, n));
+}
+static inline long sys_write(int fd, const void *b, size_t n) {
+  return io_ret(syscall(SYS_write, fd, b, n));
+}
+static inline long sys_readv(int fd, const struct iovec *v, int c) {
+  return io_ret(syscall(SYS_readv, fd, v, c));
+}
+static inline long sys_writev(int fd, const struct iovec *v, int c) {
+  return io_ret(syscall(SYS_writev, fd, v, c));
+}
+static inline long sys_recvfrom(int fd, void *b, size_t n, int fl,
+                                struct sockaddr *a, socklen_t *al) {
+  return io_ret(syscall(SYS_recvfrom, fd, b, n, fl, a, al));
+}
+static inline long sys_sendto(int fd, const void *b, size_t n, int fl,
+                              const struct sockaddr *a, socklen_t al) {
+  return io_ret(syscall(SYS_sendto, fd, b, n, fl, a, al));
+}
+static inline long sys_recvmsg(int fd, struct msghdr *m, int fl) {
+  return io_ret(syscall(SYS_recvmsg, fd, m, fl));
+}
+static inline long sys_sendmsg(int fd, const struct msghdr *m, int fl) {
+  return io_ret(syscall(SYS_sendmsg, fd, m, fl));
+}
+static inline long sys_accept4(int fd, struct sockaddr *a, socklen_t *al,
+                               int fl) {
+  return io_ret(syscall(SYS_accept4, fd, a, al, fl));
+}
+static inline long sys_connect(int fd, const struct sockaddr *a, socklen_t al) {
+  return io_ret(syscall(SYS_connect, fd, a, al));
+}
+static inline long sys_close(int fd) {
+  return io_ret(syscall(SYS_close, fd));
+}
+static inline long sys_fcntl(int fd, int cmd, long arg) {
+  return io_ret(syscall(SYS_fcntl, fd, cmd, arg));
+}
+/* poll, select and epoll_wait as their p-variants: AArch64 has only those */
+static inline long sys_ppoll(struct pollfd *f, nfds_t n,
+                             const struct timespec *t, const sigset_t *m) {
+  return io_ret(
+      syscall(SYS_ppoll, f, n, t, m, (size_t)8 /* the kernel sigset */));
+}
+static inline long sys_epoll_pwait(int ep, struct epoll_event *ev, int n,
+                                   int ms) {
+  return io_ret(syscall(SYS_epoll_pwait, ep, ev, n, ms, NULL, (size_t)8));
+}
+static inline long sys_epoll_ctl(int ep, int op, int fd,
+                                 struct epoll_event *ev) {
+  return io_ret(syscall(SYS_epoll_ctl, ep, op, fd, ev));
+}
+
+/* errno of the running kernel thread, safe across a switch */
+static inline long io_fail(long r) {
+  if (r < 0) {
+    *os_errno_location() = (int)-r;
+    return -1;
+  }
+  return r;
+}
+
+/* ---- the descriptor table (poller.c) ---- */
+/* The entry for fd (NULL only for fd < 0 or out of memory). */
+struct io_fd *io_fd_entry(int fd);
+/* The entry, its kind decided (fstat) on first use. adopt: make pipes,
+ * FIFOs and character devices non-blocking too (the native API); the
+ * drop-in passes false for descriptors it did not create and adopts only
+ * sockets. NULL with errno on a bad descriptor. */
+struct io_fd *io_fd_get(int fd, bool adopt);
+/* Records a descriptor just created by an intercepted or native call:
+ * makes it non-blocking underneath; user_nonblock is the program's view. */
+void io_fd_created(int fd, bool user_nonblock);
+/* fd stops naming its file: op(fd, arg) (the close, or the dup3 that
+ * replaces it) runs under the entry's lock after the epoll registration is
+ * removed; then waiters get EBADF. Returns op's result (-errno). */
+long io_fd_forget_with(int fd, long (*op)(int, void *), void *arg);
+long io_fd_close(int fd); /* io_fd_forget_with the close system call */
+void io_fd_set_user_nonblock(struct io_fd *e, bool nb);
+
+/* Runs the attempt in n with blocking semantics for the calling thread:
+ * returns its result (>= 0 or -errno). timeout_ns < 0: none; 0: read
+ * SO_RCVTIMEO / SO_SNDTIMEO for a socket. On timeout returns -EAGAIN. */
+long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns);
+/* Parks until one of nodes[0..count) (pure waits, fd/dir/e set) sees an
+ * edge, or the deadline (CLOCK_MONOTONIC, 0 = none) passes. Returns 1
+ * (readiness or closed), 0 on timeout. */
+int io_wait_many(struct io_node *nodes, int count, uint64_t deadline);
+/* Makes sure e (descriptor fd) is in an epoll. false: epoll refuses it. */
+bool io_fd_register(struct io_fd *e, int fd);
+
+/* ---- offload of regular-file calls (offload.c) ---- */
+/* Runs n->attempt on a pool kernel thread while the caller parks (from a
+ * worker); runs it in place otherwise. */
+long io_offload(struct io_node *n);
+
+/* ---- the calls' attempts (calls.c) ---- */
+long io_attempt_read(struct io_node *n);
+long io_attempt_write(struct io_node *n);
+long io_attempt_readv(struct io_node *n);
+long io_attempt_writev(struct io_node *n);
+long io_attempt_recvfrom(struct io_node *n);
+long io_attempt_sendto(struct io_node *n);
+long io_attempt_recvmsg(struct io_node *n);
+long io_attempt_sendmsg(struct io_node *n);
+long io_attempt_accept(struct io_node *n);
+
+/* Shared by the native API and the drop-in: one blocking-semantics call on
+ * fd through the right path (epoll wait, offload, or straight through). */
+long io_do(int fd, struct io_node *n, bool adopt);
+int io_poll_impl(struct pollfd *fds, nfds_t nfds, int64_t timeout_ns,
+                 const sigset_t *mask);
+int io_connect_impl(int fd, const struct sockaddr *a, socklen_t al, bool adopt);
+int io_epoll_wait_impl(int epfd, struct epoll_event *ev, int n, int ms);
+int io_select_impl(int nfds, fd_set *r, fd_set *w, fd_set *x,
+                   struct timeval *tv);
+
+#endif

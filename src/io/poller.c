@@ -1,0 +1,719 @@
+/*
+ * io/poller.c — blocking I/O on swarm threads: the descriptor table, the
+ * per-worker epolls, parking a thread on a descriptor, and the pollers that
+ * perform the parked calls (MassiveThreads' I/O design, made lossless).
+ *
+ * Design:
+ *  - Every descriptor a swarm thread does I/O on is non-blocking in the
+ *    kernel. A call first simply tries (the fast path: one system call). On
+ *    EAGAIN the thread parks on the descriptor's wait list for that
+ *    direction (readers or writers), in FIFO order.
+ *  - The descriptor is registered, once, edge-triggered for both
+ *    directions, in the epoll of the worker that first waited on it
+ *    (spares use a regular worker's). An edge bumps the entry's sequence
+ *    counter for its direction (rseq / wseq) and, in list order, performs
+ *    the waiters' calls itself: a call that completes takes its waiter off
+ *    the list and its thread is made runnable on the polling worker (the
+ *    data is already in its buffer); the first that says EAGAIN stops the
+ *    walk (the edge is used up; the next edge resumes it). Pure waits
+ *    (poll, select, epoll_wait, connect, swarm_fd_wait) are woken with the
+ *    events seen and re-check themselves.
+ *  - Who polls: a worker with nothing local to run (sched_loop's poll
+ *    point), an idle worker, which sleeps in epoll_wait on its own epoll
+ *    (an eventfd in it carries the scheduler's wake-ups; core's sleep
+ *    protocol is unchanged: the sleeper stores in_epoll, then re-reads
+ *    sleep_word, and a waker advances sleep_word, then reads in_epoll, both
+ *    seq_cst, so one sees the other), and the monitor (core/monitor.c) for
+ *    any epoll nobody polled for a millisecond.
+ *
+ * The race won here — an edge between "the call said EAGAIN" and "the
+ * thread is on the list" must not be lost (edge-triggered epoll reports it
+ * once). MassiveThreads keeps a "reserve list"; we keep sequence counters
+ * and a three-state claim word per wait:
+ *  - the thread reads the direction's counter, then tries the call;
+ *  - park's commit (running after the switch, thread off its stack) links
+ *    the node under the entry's lock; if the counter moved since the read,
+ *    an edge came in between: the park is abandoned and the thread tries
+ *    again. Counters move only under the same lock, so the check is exact;
+ *  - the wait's `fired` word is DISARMED (2) while commit links nodes (a
+ *    multi-descriptor wait links several, each under its own lock); a
+ *    poller, timer or close that finds it DISARMED records a miss (-> 3)
+ *    instead of claiming; commit then arms it with CAS 2 -> 0, which fails
+ *    if a miss was recorded (the park is abandoned). Only ARMED (0) can be
+ *    claimed (-> 1), by exactly one of poller, timer and close; the claimer
+ *    readies the thread. Commit touches nothing of the thread after its
+ *    arming CAS, so a thread readied at once cannot pull its stack from
+ *    under it.
+ *  - a poller claims before it performs a waiter's call and unclaims
+ *    (1 -> 0) if the call says EAGAIN; a timer that fired meanwhile set
+ *    timed_out first, so the poller, after unclaiming, sees it and completes
+ *    the wait as a timeout. Data is never read into a waiter that has
+ *    already been told it timed out.
+ *  - close (io_fd_forget_with) removes the epoll registration, closes the
+ *    file, bumps both counters and the generation, and claims every armed
+ *    waiter with EBADF, all under the entry's lock; only then are they
+ *    woken (woken earlier, one could find the file still open and register
+ *    it again, to wait for an event that can never come). Events still
+ *    queued for the old generation are dropped.
+ *
+ * Ownership: a parked thread is owned by its wait (a node on each list, the
+ * claim word deciding which waker readies it); its nodes live on its stack
+ * and are unlinked, by pollers or by the thread itself once it runs again,
+ * only under the entry's lock.
+ *
+ * Rejected: one global epoll (every worker contending on its ready list and
+ * its lock); level-triggered registration (every poll reports every ready
+ * descriptor again while threads are not waiting on it); re-arming with
+ * EPOLLONESHOT on every wait (an epoll_ctl per blocking call).
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+
+#include "io/io.h"
+
+#define CHUNK_SHIFT 12
+#define CHUNK ((uint32_t)1 << CHUNK_SHIFT)
+#define MAX_CHUNKS 1024 /* 4M descriptors */
+#define EVENT_BATCH 128
+#define WAKE_TOKEN UINT64_MAX
+
+enum { ARMED = 0, CLAIMED = 1, DISARMED = 2, MISSED = 3 };
+
+struct io_worker {
+  _Atomic int epfd; /* 0: not created yet (stored as fd + 1) */
+  int evfd;
+  _Atomic int in_epoll;
+  _Atomic uint64_t polled_ns;
+} __attribute__((aligned(64)));
+
+static struct {
+  _Atomic(struct io_fd *) chunks[MAX_CHUNKS];
+  struct io_worker workers[SWARM_MAX_WORKERS];
+  _Atomic uint32_t create_lock;
+  _Atomic int nwaiting; /* threads parked in io_call / io_wait_many */
+} io;
+
+/* ---- small locks ---- */
+
+static inline void spin_lock(_Atomic uint32_t *l) {
+  while (atomic_exchange_explicit(l, 1, memory_order_acquire))
+    while (atomic_load_explicit(l, memory_order_relaxed))
+      os_cpu_relax();
+}
+static inline void spin_unlock(_Atomic uint32_t *l) {
+  atomic_store_explicit(l, 0, memory_order_release);
+}
+
+/* ---- the table ---- */
+
+struct io_fd *io_fd_entry(int fd) {
+  if (fd < 0 || (uint32_t)fd >= CHUNK * MAX_CHUNKS)
+    return NULL;
+  uint32_t c = (uint32_t)fd >> CHUNK_SHIFT;
+  struct io_fd *chunk =
+      atomic_load_explicit(&io.chunks[c], memory_order_acquire);
+  if (unlikely(!chunk)) {
+    struct io_fd *fresh = calloc(CHUNK, sizeof *fresh);
+    if (!fresh)
+      return NULL;
+    if (atomic_compare_exchange_strong(&io.chunks[c], &chunk, fresh))
+      chunk = fresh;
+    else
+      free(fresh); /* another thread's chunk won */
+  }
+  return &chunk[(uint32_t)fd & (CHUNK - 1)];
+}
+
+/* Decides e's kind (under its lock). */
+static void classify(struct io_fd *e, int fd, bool adopt, int *err) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    *err = errno;
+    return;
+  }
+  unsigned type = st.st_mode & S_IFMT;
+  if (type == S_IFREG || type == S_IFBLK) {
+    atomic_store(&e->kind, FD_FILE);
+    return;
+  }
+  bool sock = type == S_IFSOCK;
+  /* anonymous inodes (eventfd, timerfd, epoll, signalfd) have no type */
+  bool pollable = sock || type == S_IFIFO || type == S_IFCHR || type == 0;
+  if (!pollable || (!adopt && !sock)) {
+    atomic_store(&e->kind, FD_PASS);
+    return;
+  }
+  long fl = sys_fcntl(fd, F_GETFL, 0);
+  if (fl < 0) {
+    *err = (int)-fl;
+    return;
+  }
+  e->user_nonblock = (fl & O_NONBLOCK) != 0;
+  if (!e->user_nonblock && sys_fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+    atomic_store(&e->kind, FD_PASS);
+    return;
+  }
+  e->socket = sock;
+  atomic_store(&e->kind, FD_POLLABLE);
+}
+
+struct io_fd *io_fd_get(int fd, bool adopt) {
+  struct io_fd *e = io_fd_entry(fd);
+  if (!e) {
+    errno = fd < 0 ? EBADF : ENOMEM;
+    return NULL;
+  }
+  if (likely(atomic_load_explicit(&e->kind, memory_order_acquire)))
+    return e;
+  int err = 0;
+  spin_lock(&e->lock);
+  if (!atomic_load(&e->kind))
+    classify(e, fd, adopt, &err);
+  spin_unlock(&e->lock);
+  if (err) {
+    errno = err;
+    return NULL;
+  }
+  return e;
+}
+
+void io_fd_created(int fd, bool user_nonblock) {
+  struct io_fd *e = io_fd_entry(fd);
+  if (!e)
+    return;
+  long fl = sys_fcntl(fd, F_GETFL, 0);
+  if (fl < 0)
+    return;
+  if (!(fl & O_NONBLOCK))
+    sys_fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+  struct stat st;
+  bool sock = fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
+  spin_lock(&e->lock);
+  e->user_nonblock = user_nonblock;
+  e->socket = sock;
+  e->registered = false;
+  atomic_store(&e->kind, FD_POLLABLE);
+  spin_unlock(&e->lock);
+}
+
+void io_fd_set_user_nonblock(struct io_fd *e, bool nb) {
+  spin_lock(&e->lock);
+  e->user_nonblock = nb;
+  spin_unlock(&e->lock);
+}
+
+/* ---- wait lists (under e->lock) ---- */
+
+static void node_link(struct io_fd *e, struct io_node *n) {
+  int d = n->dir;
+  n->next = NULL;
+  n->prev = e->tail[d];
+  if (e->tail[d])
+    e->tail[d]->next = n;
+  else
+    e->head[d] = n;
+  e->tail[d] = n;
+  n->linked = true;
+}
+
+static void node_unlink(struct io_fd *e, struct io_node *n) {
+  int d = n->dir;
+  if (n->prev)
+    n->prev->next = n->next;
+  else
+    e->head[d] = n->next;
+  if (n->next)
+    n->next->prev = n->prev;
+  else
+    e->tail[d] = n->prev;
+  n->next = n->prev = NULL;
+  n->linked = false;
+}
+
+/* ARMED -> CLAIMED: true, the caller wakes the thread. DISARMED -> MISSED:
+ * commit will abandon the park. Otherwise someone else has it. */
+static bool wait_claim(struct io_wait *wt) {
+  int v = atomic_load(&wt->fired);
+  for (;;) {
+    if (v == ARMED) {
+      if (atomic_compare_exchange_weak(&wt->fired, &v, CLAIMED))
+        return true;
+    } else if (v == DISARMED) {
+      if (atomic_compare_exchange_weak(&wt->fired, &v, MISSED))
+        return false;
+    } else {
+      return false;
+    }
+  }
+}
+
+static _Atomic uint32_t *dir_seq(struct io_fd *e, int dir) {
+  return dir ? &e->wseq : &e->rseq;
+}
+
+/* An edge for direction d of e (locked): bump the counter, perform the
+ * waiters' calls in order; claimed nodes are prepended to *done. */
+static void edge(struct io_fd *e, int d, uint32_t events,
+                 struct io_node **done) {
+  atomic_fetch_add(dir_seq(e, d), 1);
+  struct io_node *n = e->head[d];
+  while (n) {
+    struct io_node *next = n->next;
+    struct io_wait *wt = n->wait;
+    if (!wait_claim(wt)) {
+      n = next;
+      continue;
+    }
+    if (n->attempt) {
+      long r = n->attempt(n);
+      if (r == -EAGAIN) {
+        atomic_store(&wt->fired, ARMED); /* unclaim */
+        if (!atomic_load(&wt->timed_out) || !wait_claim(wt))
+          break; /* the edge is used up */
+        /* the timer fired while we held it: complete as a timeout */
+      } else {
+        wt->result = r;
+        wt->completed = true;
+      }
+    } else {
+      wt->revents = events;
+      wt->completed = true;
+    }
+    node_unlink(e, n);
+    n->ready_next = *done;
+    *done = n;
+    n = next;
+  }
+}
+
+/* Readies the threads of claimed nodes; a node is not touched after its
+ * thread is readied (it lives on that thread's stack). */
+static int ready_all(struct io_node *done) {
+  int count = 0;
+  while (done) {
+    struct io_node *next = done->ready_next;
+    swarm_ready(done->wait->thread);
+    done = next;
+    count++;
+  }
+  return count;
+}
+
+#define READ_EVENTS (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP | EPOLLERR)
+#define WRITE_EVENTS (EPOLLOUT | EPOLLHUP | EPOLLERR)
+
+/* owner: the poller is the epoll's own worker. Only it drains the wake
+ * eventfd: drained by the monitor or a spare between the owner's
+ * "in_epoll" store and its epoll_wait, a wake meant for the owner would be
+ * lost (it is level-triggered, so others simply see it again). */
+static int dispatch(struct epoll_event *ev, int n, struct io_worker *iw,
+                    bool owner) {
+  int readied = 0;
+  for (int i = 0; i < n; i++) {
+    uint64_t data = ev[i].data.u64;
+    if (data == WAKE_TOKEN) {
+      uint64_t v;
+      if (owner)
+        sys_read(iw->evfd, &v, sizeof v);
+      continue;
+    }
+    int fd = (int)(uint32_t)data;
+    uint32_t gen = (uint32_t)(data >> 32);
+    struct io_fd *e = io_fd_entry(fd);
+    if (!e)
+      continue;
+    struct io_node *done = NULL;
+    spin_lock(&e->lock);
+    if (atomic_load(&e->gen) == gen) {
+      if (ev[i].events & READ_EVENTS)
+        edge(e, 0, ev[i].events, &done);
+      if (ev[i].events & WRITE_EVENTS)
+        edge(e, 1, ev[i].events, &done);
+    }
+    spin_unlock(&e->lock);
+    readied += ready_all(done);
+  }
+  return readied;
+}
+
+/* ---- per-worker epolls ---- */
+
+static int worker_index(struct worker *w) {
+  int n = swarm_rt.nworkers;
+  return w->id < n ? w->id : w->id % n;
+}
+
+/* The epoll of worker idx, created on first need; -1 if it cannot be. */
+static int worker_epoll(int idx) {
+  struct io_worker *iw = &io.workers[idx];
+  int ep = atomic_load_explicit(&iw->epfd, memory_order_acquire);
+  if (likely(ep))
+    return ep - 1;
+  spin_lock(&io.create_lock);
+  ep = atomic_load(&iw->epfd);
+  if (!ep) {
+    int epfd = (int)io_ret(syscall(SYS_epoll_create1, EPOLL_CLOEXEC));
+    int evfd =
+        (int)io_ret(syscall(SYS_eventfd2, 0, EFD_CLOEXEC | EFD_NONBLOCK));
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = WAKE_TOKEN};
+    if (epfd >= 0 && evfd >= 0 &&
+        sys_epoll_ctl(epfd, EPOLL_CTL_ADD, evfd, &ev) == 0) {
+      iw->evfd = evfd;
+      ep = epfd + 1;
+      atomic_store_explicit(&iw->epfd, ep, memory_order_release);
+      /* It may be asleep on its futex, with no deadline soon, while the
+       * monitor sleeps too: wake it so that it sleeps in the epoll. */
+      spin_unlock(&io.create_lock);
+      worker_wake(&swarm_rt.workers[idx]);
+      return ep - 1;
+    } else {
+      if (epfd >= 0)
+        sys_close(epfd);
+      if (evfd >= 0)
+        sys_close(evfd);
+    }
+  }
+  spin_unlock(&io.create_lock);
+  return ep - 1;
+}
+
+bool io_fd_register(struct io_fd *e, int fd) {
+  struct worker *w = worker_current();
+  if (!w) {
+    if (runtime_ensure_started() != 0)
+      return false;
+  }
+  int idx = w ? worker_index(w) : fd % swarm_rt.nworkers;
+  int ep = worker_epoll(idx);
+  if (ep < 0)
+    return false;
+  bool ok = true;
+  spin_lock(&e->lock);
+  if (!e->registered) {
+    struct epoll_event ev = {
+        .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET,
+        .data.u64 = (uint64_t)atomic_load(&e->gen) << 32 | (uint32_t)fd};
+    long r = sys_epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+    if (r == -EEXIST) /* a stale registration of an old generation */
+      r = sys_epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev);
+    if (r == 0) {
+      e->registered = true;
+      e->owner = (int16_t)idx;
+    } else {
+      ok = false;
+    }
+  }
+  spin_unlock(&e->lock);
+  return ok;
+}
+
+static long op_close(int fd, void *arg) {
+  (void)arg;
+  return sys_close(fd);
+}
+
+/* The descriptor number fd stops naming what it named: op (close, or the
+ * dup3 that replaces it) runs under the entry's lock, then waiters are
+ * woken with EBADF. The order matters: a waiter woken before the kernel
+ * let go of the file would look again, find it still open, register it
+ * anew and wait for an event that can no longer come. Holding the lock
+ * across op also keeps a new descriptor of the same number from being
+ * classified before we are done. */
+long io_fd_forget_with(int fd, long (*op)(int, void *), void *arg) {
+  struct io_fd *e = io_fd_entry(fd);
+  if (!e)
+    return op(fd, arg);
+  struct io_node *done = NULL;
+  spin_lock(&e->lock);
+  if (e->registered) {
+    int ep = atomic_load(&io.workers[e->owner].epfd) - 1;
+    if (ep >= 0)
+      sys_epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
+  }
+  long r = op(fd, arg);
+  if (atomic_load(&e->kind)) {
+    atomic_fetch_add(&e->gen, 1);
+    atomic_fetch_add(&e->rseq, 1); /* a parking thread retries: EBADF */
+    atomic_fetch_add(&e->wseq, 1);
+    for (int d = 0; d < 2; d++) {
+      struct io_node *n = e->head[d];
+      while (n) {
+        struct io_node *next = n->next;
+        if (wait_claim(n->wait)) {
+          n->wait->closed = true;
+          node_unlink(e, n);
+          n->ready_next = done;
+          done = n;
+        }
+        n = next;
+      }
+    }
+    e->registered = false;
+    e->user_nonblock = false;
+    e->socket = false;
+    atomic_store(&e->kind, FD_UNKNOWN);
+  }
+  spin_unlock(&e->lock);
+  ready_all(done);
+  return r;
+}
+
+long io_fd_close(int fd) {
+  return io_fd_forget_with(fd, op_close, NULL);
+}
+
+/* ---- parking ---- */
+
+struct park_set {
+  struct io_node *nodes;
+  int count;
+};
+
+/* Runs after the switch (core's park): link every node, then arm. */
+static bool commit_wait(struct swarm_thread *self, void *arg) {
+  (void)self;
+  struct park_set *p = arg;
+  struct io_wait *wt = p->nodes[0].wait;
+  bool missed = false;
+  for (int i = 0; i < p->count; i++) {
+    struct io_node *n = &p->nodes[i];
+    spin_lock(&n->e->lock);
+    if (atomic_load(dir_seq(n->e, n->dir)) != n->seq)
+      missed = true; /* an edge since the attempt: try again */
+    else
+      node_link(n->e, n);
+    spin_unlock(&n->e->lock);
+    if (missed)
+      return false; /* DISARMED: nobody else can wake us */
+  }
+  int v = DISARMED;
+  /* The last access to the thread's memory: once armed, a poller may ready
+   * it and it may run at once. */
+  return atomic_compare_exchange_strong(&wt->fired, &v, ARMED);
+}
+
+static void timer_fire(struct swarm_timer *t) {
+  struct io_wait *wt = t->arg;
+  struct swarm_thread *th = wt->thread;
+  atomic_store(&wt->timed_out, 1);
+  if (wait_claim(wt)) {
+    atomic_store(&wt->timer_done, 1);
+    swarm_ready(th);
+    return;
+  }
+  atomic_store(&wt->timer_done, 1); /* wt may be gone after this */
+}
+
+static void park_on(struct io_node *nodes, int count, struct io_wait *wt,
+                    uint64_t deadline) {
+  wt->thread = swarm_current_thread();
+  atomic_init(&wt->fired, DISARMED);
+  atomic_init(&wt->timed_out, 0);
+  atomic_init(&wt->timer_done, 0);
+  wt->closed = wt->completed = false;
+  wt->has_timer = false;
+  wt->result = 0;
+  wt->revents = 0;
+  for (int i = 0; i < count; i++) {
+    nodes[i].wait = wt;
+    nodes[i].linked = false;
+  }
+  if (deadline && swarm_timer_start(&wt->timer, deadline, timer_fire, wt) == 0)
+    wt->has_timer = true;
+  struct park_set p = {nodes, count};
+  atomic_fetch_add(&io.nwaiting, 1);
+  swarm_park(commit_wait, &p);
+  atomic_fetch_sub(&io.nwaiting, 1);
+  for (int i = 0; i < count; i++) {
+    struct io_node *n = &nodes[i];
+    if (!__atomic_load_n(&n->linked, __ATOMIC_RELAXED) && wt->completed)
+      continue;
+    spin_lock(&n->e->lock);
+    if (n->linked)
+      node_unlink(n->e, n);
+    spin_unlock(&n->e->lock);
+  }
+  if (wt->has_timer && !swarm_timer_cancel(&wt->timer))
+    while (!atomic_load(&wt->timer_done))
+      os_cpu_relax(); /* its callback still reads wt */
+}
+
+static uint64_t now_ns(void) {
+  return os_now_ns_inline();
+}
+
+static int64_t sockopt_timeout(int fd, int dir) {
+  struct timeval tv = {0, 0};
+  socklen_t len = sizeof tv;
+  if (getsockopt(fd, SOL_SOCKET, dir ? SO_SNDTIMEO : SO_RCVTIMEO, &tv, &len) !=
+      0)
+    return -1;
+  if (tv.tv_sec == 0 && tv.tv_usec == 0)
+    return -1;
+  return (int64_t)tv.tv_sec * 1000000000 + (int64_t)tv.tv_usec * 1000;
+}
+
+long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns) {
+  uint64_t deadline = 0;
+  bool timeout_known = timeout_ns != 0;
+  if (timeout_ns > 0)
+    deadline = now_ns() + (uint64_t)timeout_ns;
+  n->e = e;
+  for (;;) {
+    n->seq = atomic_load(dir_seq(e, n->dir));
+    long r = n->attempt(n);
+    if (r != -EAGAIN || e->user_nonblock || (n->flags & MSG_DONTWAIT))
+      return r;
+    if (!timeout_known) {
+      timeout_known = true;
+      int64_t t = e->socket ? sockopt_timeout(n->fd, n->dir) : -1;
+      if (t > 0)
+        deadline = now_ns() + (uint64_t)t;
+    }
+    if (deadline && now_ns() >= deadline)
+      return -EAGAIN;
+    if (!e->registered && !io_fd_register(e, n->fd)) {
+      /* epoll refuses it: wait in the kernel (this blocks the worker) */
+      struct pollfd p = {n->fd, n->dir ? POLLOUT : POLLIN, 0};
+      sys_ppoll(&p, 1, NULL, NULL);
+      continue;
+    }
+    struct io_wait wt;
+    park_on(n, 1, &wt, deadline);
+    if (wt.completed)
+      return wt.result;
+    if (wt.closed)
+      return -EBADF;
+    if (deadline && atomic_load(&wt.timed_out))
+      return -EAGAIN;
+  }
+}
+
+int io_wait_many(struct io_node *nodes, int count, uint64_t deadline) {
+  for (int i = 0; i < count; i++)
+    if (!nodes[i].e->registered && !io_fd_register(nodes[i].e, nodes[i].fd))
+      return 1; /* epoll refuses it: treat as ready (regular files) */
+  struct io_wait wt;
+  park_on(nodes, count, &wt, deadline);
+  if (wt.completed || wt.closed)
+    return 1;
+  if (deadline && atomic_load(&wt.timed_out))
+    return 0;
+  return 1; /* an edge came in while parking: re-check */
+}
+
+/* ---- hooks called by core ---- */
+
+static void hook_poll(struct worker *w) {
+  if (atomic_load_explicit(&io.nwaiting, memory_order_relaxed) == 0)
+    return;
+  /* a spare polls the epoll it registers in (its regular worker's) */
+  struct io_worker *iw = &io.workers[worker_index(w)];
+  int ep = atomic_load_explicit(&iw->epfd, memory_order_acquire) - 1;
+  if (ep < 0)
+    return;
+  struct epoll_event ev[EVENT_BATCH];
+  long n = sys_epoll_pwait(ep, ev, EVENT_BATCH, 0);
+  atomic_store_explicit(&iw->polled_ns, now_ns(), memory_order_relaxed);
+  if (n > 0)
+    dispatch(ev, (int)n, iw, worker_index(w) == w->id);
+}
+
+static bool hook_sleep(struct worker *w, uint32_t seq, int64_t timeout_ns) {
+  if (w->id >= swarm_rt.nworkers)
+    return false;
+  struct io_worker *iw = &io.workers[w->id];
+  int ep = atomic_load_explicit(&iw->epfd, memory_order_acquire) - 1;
+  if (ep < 0)
+    return false;
+  atomic_store_explicit(&iw->in_epoll, 1, memory_order_seq_cst);
+  long n = 0;
+  struct epoll_event ev[EVENT_BATCH];
+  if (atomic_load_explicit(&w->sleep_word, memory_order_seq_cst) == seq) {
+    int ms = (int)((timeout_ns + 999999) / 1000000);
+    n = sys_epoll_pwait(ep, ev, EVENT_BATCH, ms);
+  }
+  atomic_store_explicit(&iw->in_epoll, 0, memory_order_relaxed);
+  atomic_store_explicit(&iw->polled_ns, now_ns(), memory_order_relaxed);
+  if (n > 0)
+    dispatch(ev, (int)n, iw, true);
+  return true;
+}
+
+static bool hook_wake(struct worker *w) {
+  if (w->id >= swarm_rt.nworkers)
+    return false;
+  struct io_worker *iw = &io.workers[w->id];
+  if (!atomic_load_explicit(&iw->in_epoll, memory_order_seq_cst))
+    return false;
+  uint64_t one = 1;
+  sys_write(iw->evfd, &one, sizeof one);
+  return true;
+}
+
+static int hook_poll_stale(struct worker *w, uint64_t now, uint64_t stale) {
+  if (atomic_load_explicit(&io.nwaiting, memory_order_relaxed) == 0)
+    return 0;
+  struct io_worker *iw = &io.workers[w->id];
+  int ep = atomic_load_explicit(&iw->epfd, memory_order_acquire) - 1;
+  if (ep < 0 || atomic_load_explicit(&iw->in_epoll, memory_order_relaxed))
+    return 0;
+  uint64_t last = atomic_load_explicit(&iw->polled_ns, memory_order_relaxed);
+  if (now - last < stale)
+    return 0;
+  struct epoll_event ev[EVENT_BATCH];
+  long n = sys_epoll_pwait(ep, ev, EVENT_BATCH, 0);
+  atomic_store_explicit(&iw->polled_ns, now, memory_order_relaxed);
+  return n > 0 ? dispatch(ev, (int)n, iw, false) : 0;
+}
+
+static bool hook_waiting(void) {
+  return atomic_load(&io.nwaiting) > 0;
+}
+
+void io_offload_after_fork(void);
+
+static void hook_after_fork(void) {
+  /* The epolls are shared with the parent: drop ours, and every
+   * registration with them; the parent's waiters did not come along. */
+  for (int i = 0; i < SWARM_MAX_WORKERS; i++) {
+    struct io_worker *iw = &io.workers[i];
+    int ep = atomic_load(&iw->epfd) - 1;
+    if (ep >= 0) {
+      sys_close(ep);
+      sys_close(iw->evfd);
+    }
+    atomic_store(&iw->epfd, 0);
+    atomic_store(&iw->in_epoll, 0);
+  }
+  for (int c = 0; c < MAX_CHUNKS; c++) {
+    struct io_fd *chunk = atomic_load(&io.chunks[c]);
+    if (!chunk)
+      continue;
+    for (uint32_t i = 0; i < CHUNK; i++) {
+      struct io_fd *e = &chunk[i];
+      atomic_store(&e->lock, 0);
+      e->registered = false;
+      e->head[0] = e->head[1] = e->tail[0] = e->tail[1] = NULL;
+    }
+  }
+  atomic_store(&io.nwaiting, 0);
+  atomic_store(&io.create_lock, 0);
+  io_offload_after_fork();
+}
+
+static const struct swarm_io_hooks hooks = {
+    .poll = hook_poll,
+    .sleep = hook_sleep,
+    .wake = hook_wake,
+    .poll_stale = hook_poll_stale,
+    .waiting = hook_waiting,
+    .after_fork = hook_after_fork,
+};
+
+__attribute__((constructor)) static void io_register_hooks(void) {
+  atomic_store_explicit(&swarm_io_hooks, &hooks, memory_order_release);
+}

@@ -1,0 +1,166 @@
+/*
+ * test_io_races: the readiness-edge races of the I/O layer.
+ *  - many readers on one pipe: 64 threads each read single bytes until the
+ *    writer's total is consumed; every byte is read exactly once and
+ *    nobody is left waiting (a lost edge would hang a reader);
+ *  - close while waited on: threads parked in swarm_read and swarm_poll on
+ *    one descriptor all return EBADF when another thread closes it (ten
+ *    rounds: a waiter woken before the kernel closed the file once
+ *    registered it anew and waited for ever);
+ *  - a descriptor passed between threads: a socket first waited on by one
+ *    thread (registering it in that worker's epoll) is then used by other
+ *    threads, on whatever worker they run, in a ping-pong of 2,000 rounds.
+ */
+#include <fcntl.h>
+#include <poll.h>
+
+#include "io_test.h"
+
+#define READERS 64
+
+static int pipe_fd[2];
+static long per_reader;
+static atomic_long bytes_read, byte_sum;
+
+static void *reader(void *arg) {
+  (void)arg;
+  for (long i = 0; i < per_reader; i++) {
+    unsigned char c;
+    CHECK_EQ(swarm_read(pipe_fd[0], &c, 1), 1);
+    atomic_fetch_add(&bytes_read, 1);
+    atomic_fetch_add(&byte_sum, c);
+  }
+  return NULL;
+}
+
+static void many_readers(void) {
+  CHECK(pipe(pipe_fd) == 0);
+  per_reader = test_scaled(200, 20);
+  swarm_thread_t t[READERS];
+  for (int i = 0; i < READERS; i++)
+    CHECK(swarm_spawn(&t[i], NULL, reader, NULL) == 0);
+  long total = per_reader * READERS, expect_sum = 0;
+  unsigned char buf[97];
+  for (long sent = 0; sent < total;) {
+    long n = total - sent < (long)sizeof buf ? total - sent : (long)sizeof buf;
+    for (long i = 0; i < n; i++) {
+      buf[i] = (unsigned char)(sent + i);
+      expect_sum += buf[i];
+    }
+    CHECK(write_full(pipe_fd[1], buf, (size_t)n) == 0);
+    sent += n;
+    if (sent % 7 == 0)
+      swarm_yield();
+  }
+  for (int i = 0; i < READERS; i++)
+    CHECK(swarm_join(t[i], NULL) == 0);
+  CHECK_EQ(atomic_load(&bytes_read), total);
+  CHECK_EQ(atomic_load(&byte_sum), expect_sum);
+  swarm_close(pipe_fd[0]);
+  swarm_close(pipe_fd[1]);
+}
+
+static atomic_int parked;
+
+static void *read_until_closed(void *arg) {
+  int fd = (int)(intptr_t)arg;
+  char c;
+  atomic_fetch_add(&parked, 1);
+  ssize_t r = swarm_read(fd, &c, 1);
+  CHECK_EQ(r, -1);
+  CHECK_EQ(ERRNO, EBADF);
+  return NULL;
+}
+
+static void *poll_until_closed(void *arg) {
+  int fd = (int)(intptr_t)arg;
+  atomic_fetch_add(&parked, 1);
+  int r = swarm_fd_wait(fd, POLLIN, -1);
+  CHECK_EQ(r, -1);
+  CHECK_EQ(ERRNO, EBADF);
+  return NULL;
+}
+
+static void close_while_waited(void) {
+  int sv[2];
+  CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+  enum { N = 16 };
+  swarm_thread_t t[N];
+  atomic_store(&parked, 0);
+  for (int i = 0; i < N; i++)
+    CHECK(swarm_spawn(&t[i], NULL,
+                      i % 2 ? poll_until_closed : read_until_closed,
+                      (void *)(intptr_t)sv[0]) == 0);
+  while (atomic_load(&parked) < N)
+    swarm_sleep_ns(1000000);
+  swarm_sleep_ns(5000000); /* let them reach their waits */
+  CHECK_EQ(swarm_close(sv[0]), 0);
+  for (int i = 0; i < N; i++)
+    CHECK(swarm_join(t[i], NULL) == 0);
+  swarm_close(sv[1]);
+}
+
+static int pass_fd[2];
+static long rounds;
+
+static void *pong(void *arg) {
+  (void)arg;
+  for (long i = 0; i < rounds; i++) {
+    long v;
+    CHECK(read_full(pass_fd[1], &v, sizeof v) == 0);
+    CHECK_EQ(v, i);
+    v = -i;
+    CHECK(write_full(pass_fd[1], &v, sizeof v) == 0);
+  }
+  return NULL;
+}
+
+static void *ping_some(void *arg) {
+  long *next = arg;
+  for (int k = 0; k < 10 && *next < rounds; k++, (*next)++) {
+    long v = *next;
+    CHECK(write_full(pass_fd[0], &v, sizeof v) == 0);
+    CHECK(read_full(pass_fd[0], &v, sizeof v) == 0);
+    CHECK_EQ(v, -*next);
+  }
+  return NULL;
+}
+
+static void passed_between_threads(void) {
+  CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, pass_fd) == 0);
+  rounds = test_scaled(2000, 100);
+  /* the first waiter registers pass_fd[1] in its worker's epoll */
+  CHECK_EQ(swarm_fd_wait(pass_fd[1], POLLOUT, 0) > 0, 1);
+  swarm_thread_t p;
+  CHECK(swarm_spawn(&p, NULL, pong, NULL) == 0);
+  long next = 0;
+  while (next < rounds) { /* a fresh thread for every ten rounds */
+    swarm_thread_t t;
+    CHECK(swarm_spawn(&t, NULL, ping_some, &next) == 0);
+    CHECK(swarm_join(t, NULL) == 0);
+  }
+  CHECK(swarm_join(p, NULL) == 0);
+  swarm_close(pass_fd[0]);
+  swarm_close(pass_fd[1]);
+}
+
+static void *body(void *arg) {
+  (void)arg;
+  /* phases on stderr: a hang says where it hangs */
+  fprintf(stderr, "many readers on one pipe\n");
+  many_readers();
+  fprintf(stderr, "close while waited on\n");
+  for (int round = 0; round < 10; round++)
+    close_while_waited();
+  fprintf(stderr, "a descriptor passed between threads\n");
+  passed_between_threads();
+  return NULL;
+}
+
+int main(void) {
+  swarm_thread_t t;
+  CHECK(swarm_spawn(&t, NULL, body, NULL) == 0);
+  CHECK(swarm_join(t, NULL) == 0);
+  TEST_PASS("io_races");
+  return 0;
+}
