@@ -47,7 +47,12 @@ static void *contend(void *arg) {
   for (int i = 0; i < 20; i++) {
     swarm_mutex_lock(&m);
     counter++;
-    swarm_yield(); /* others run and find the mutex held: they park */
+    /* Held across a park: others find it held past their spinning and
+     * park (a barging mutex lets mere yields go without a mutex park). */
+    if (i % 5 == 0)
+      swarm_sleep_ns(200000);
+    else
+      swarm_yield();
     swarm_mutex_unlock(&m);
   }
   return NULL;
