@@ -65,7 +65,8 @@ def main():
         sys.stderr.write(r.stderr)
         if r.returncode != 0:
             fail(f"workload exited {r.returncode}")
-        stats = json.loads(r.stdout.strip().splitlines()[-1])["workers"]
+        line = json.loads(r.stdout.strip().splitlines()[-1])
+        stats, regular = line["workers"], line["regular"]
         if a.fifo:
             reader.join(60)
             if not received:
@@ -78,20 +79,24 @@ def main():
             doc = json.loads(text)
         except json.JSONDecodeError as e:
             fail(f"not JSON: {e}")
-        check(doc, stats, a.buffer)
+        check(doc, stats, regular, a.buffer)
         if a.swarm_trace:
-            check_tool(a.swarm_trace, path, td, len(stats))
+            check_tool(a.swarm_trace, path, td, regular)
     print("check_trace: ok")
 
 
-def check(doc, stats, buffer):
+def check(doc, stats, regular, buffer):
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         fail("no traceEvents list")
     evs = doc["traceEvents"]
-    nworkers = len(stats)
+    nworkers = regular
     meta = [e for e in evs if e["ph"] == "M"]
     names = {e["tid"]: e["args"]["name"] for e in meta if e["name"] == "thread_name"}
-    if names != {i: f"worker {i}" for i in range(nworkers)}:
+    # regular workers always; spare workers (the monitor's) only if they ran
+    want = {i: f"worker {i}" for i in range(nworkers)}
+    want.update({i: f"worker {i} (spare)" for i in names
+                 if nworkers <= i < len(stats)})
+    if names != want:
         fail(f"worker tracks named {names}")
     real = [e for e in evs if e["ph"] != "M"]
     if doc.get("otherData", {}).get("events") != len(real):
@@ -172,10 +177,10 @@ def check_tool(tool, path, td, nworkers):
     if r.returncode != 0:
         fail(f"swarm-trace exited {r.returncode}")
     summary = json.loads(r.stdout)
-    if len(summary["workers"]) != nworkers:
+    if len([w for w in summary["workers"] if w["worker"] < nworkers]) != nworkers:
         fail(f"swarm-trace summarised {len(summary['workers'])} workers")
     for w in summary["workers"]:
-        if w["busy_us"] <= 0 or w["busy_us"] > summary["span_us"] * 1.001:
+        if w["worker"] < nworkers and w["busy_us"] <= 0 or w["busy_us"] > summary["span_us"] * 1.001:
             fail(f"busy time out of range: {w}")
         if abs(w["busy_us"] + w["idle_us"] - summary["span_us"]) > 0.01 * summary["span_us"]:
             fail(f"busy + idle is not the span: {w}")

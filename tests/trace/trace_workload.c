@@ -131,8 +131,10 @@ int main(int argc, char **argv) {
 
   /* The mix is over: only idle workers move now (their sleeps and runs of
    * nothing), and main's own park in swarm_finalize comes later. */
-  printf("{\"workers\":[");
-  for (int i = 0; i < swarm_rt.nworkers; i++) {
+  /* Every slot: the monitor may have run threads on spare workers when
+   * the machine was busy enough to make the workers look stuck. */
+  printf("{\"regular\":%d,\"workers\":[", swarm_rt.nworkers);
+  for (int i = 0; i < swarm_rt.nslots; i++) {
     struct worker *w = &swarm_rt.workers[i];
     printf(
         "%s{\"spawned\":%llu,\"run\":%llu,\"steals\":%llu,\"parks\":%llu,"
