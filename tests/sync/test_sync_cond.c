@@ -22,8 +22,9 @@ static swarm_cond_t cm;
 static void *timed_waiter(void *a) {
   int clock = (int)(long)a;
   swarm_mutex_lock(&m);
+  long long t0 = mono_ms(); /* before the deadline: a delay between the two must
+                               not look early */
   struct timespec t = in_ms(clock, 40);
-  long long t0 = mono_ms();
   int r = clock == CLOCK_MONOTONIC ? swarm_cond_timedwait(&cm, &m, &t)
                                    : swarm_cond_timedwait(&c, &m, &t);
   CHECK(mono_ms() - t0 >= 39);

@@ -33,8 +33,9 @@ static void *kernel_waits(void *a) {
     swarm_cond_wait(&c, &m);
   swarm_mutex_unlock(&m);
   CHECK_EQ(swarm_sem_wait(&s), 0);
+  long long t0 = mono_ms(); /* before the deadline: a delay between the two must
+                               not look early */
   struct timespec t = in_ms(CLOCK_MONOTONIC, 20);
-  long long t0 = mono_ms();
   CHECK_EQ(swarm_sem_timedwait(&never, CLOCK_MONOTONIC, &t), ETIMEDOUT);
   CHECK(mono_ms() - t0 >= 19);
   swarm_mutex_lock(&m);

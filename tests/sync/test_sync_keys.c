@@ -35,7 +35,9 @@ static void *own_value(void *a) {
 /* Sets a value and just returns: core's exit hook must run the destructor. */
 static swarm_key_t key3;
 static _Atomic long native_dtor_sum;
-static void dtor_native(void *v) { atomic_fetch_add(&native_dtor_sum, (long)v); }
+static void dtor_native(void *v) {
+  atomic_fetch_add(&native_dtor_sum, (long)v);
+}
 static void *plain_exit(void *a) {
   CHECK_EQ(swarm_setspecific(key3, a), 0);
   swarm_yield();

@@ -15,8 +15,9 @@ static void *unlock_other(void *arg) {
   return (void *)(long)swarm_mutex_unlock(arg);
 }
 static void *timed_other(void *arg) {
+  long long t0 = mono_ms(); /* before the deadline: a delay between the two must
+                               not look early */
   struct timespec t = in_ms(CLOCK_MONOTONIC, 50);
-  long long t0 = mono_ms();
   int r = swarm_mutex_timedlock(arg, CLOCK_MONOTONIC, &t);
   CHECK(mono_ms() - t0 >= 49);
   return (void *)(long)r;
@@ -84,8 +85,9 @@ int main(void) {
   CHECK_EQ(swarm_mutex_timedlock(&m2, 12345, &bad), EINVAL);
   struct timespec past = {1, 0};
   CHECK_EQ(swarm_mutex_timedlock(&m2, CLOCK_REALTIME, &past), ETIMEDOUT);
+  long long t0 = mono_ms(); /* before the deadline: a delay between the two must
+                               not look early */
   struct timespec rt = in_ms(CLOCK_REALTIME, 30);
-  long long t0 = mono_ms();
   CHECK_EQ(swarm_mutex_timedlock(&m2, CLOCK_REALTIME, &rt), ETIMEDOUT);
   CHECK(mono_ms() - t0 >= 29);
   CHECK_EQ(swarm_mutex_unlock(&m2), 0);

@@ -12,8 +12,9 @@ static void *try_wr(void *a) {
   return (void *)(long)swarm_rwlock_trywrlock(a);
 }
 static void *timed_wr(void *a) {
+  long long t0 = mono_ms(); /* before the deadline: a delay between the two must
+                               not look early */
   struct timespec t = in_ms(CLOCK_MONOTONIC, 30);
-  long long t0 = mono_ms();
   int r = swarm_rwlock_timedwrlock(a, CLOCK_MONOTONIC, &t);
   CHECK(mono_ms() - t0 >= 29);
   return (void *)(long)r;

@@ -40,8 +40,10 @@ int main(void) {
   CHECK_EQ(swarm_sem_getvalue(&s, &v), 0);
   CHECK_EQ(v, 0);
 
+  long long t0 = mono_ms(); /* before the deadline: a delay between the two must
+                               not look early */
+
   struct timespec ts = in_ms(CLOCK_REALTIME, 30);
-  long long t0 = mono_ms();
   CHECK_EQ(swarm_sem_timedwait(&s, CLOCK_REALTIME, &ts), ETIMEDOUT);
   CHECK(mono_ms() - t0 >= 29);
   struct timespec bad = {0, 1000000000L};
