@@ -51,8 +51,7 @@ static void *contend(void *arg) {
      * park (a barging mutex lets mere yields go without a mutex park). */
     if (i % 5 == 0)
       swarm_sleep_ns(200000);
-    else
-      swarm_yield();
+    swarm_yield(); /* and yield parks when others are runnable here */
     swarm_mutex_unlock(&m);
   }
   return NULL;
