@@ -56,7 +56,9 @@ swarm_arch_switch:
         mrs     x9, fpcr
         str     x9, [sp, #160]
         mov     x9, sp
-        str     x9, [x0]            /* *save_sp, before after() runs */
+        /* *save_sp, before after() runs; release: the frame above is
+         * visible to whoever acquires it (SWARM_ARCH_PUBLISH_LAST). */
+        stlr    x9, [x0]
         /* From here on we are on the new context's stack. Its saved frame
          * has the same layout, so the CFI above stays true: an unwinder
          * stopped inside after() walks into the context being resumed (or

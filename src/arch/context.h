@@ -67,6 +67,16 @@ _Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),
  *
  * All are called with the stack 16-byte aligned as the ABI says;
  * stack_top must be 16-byte aligned.
+ *
+ * SWARM_ARCH_PUBLISH_LAST (defined by the build for the assembly back ends):
+ * swarm_arch_switch and swarm_arch_start store *save_sp with release order,
+ * and that store is the last write the outgoing context makes to its own
+ * stack. Whoever reads a non-NULL *save_sp with acquire order may then
+ * resume the context, even while the old kernel thread is still executing
+ * the few instructions that move it to the new stack. Core uses this to push
+ * a spawning parent on its deque before the switch, with thieves waiting for
+ * the saved stack pointer (core/sched.c). The portable back end writes its
+ * old stack after *save_sp (siglongjmp) and does not define it.
  */
 #ifndef SWARM_ARCH_CONTEXT_H
 #define SWARM_ARCH_CONTEXT_H

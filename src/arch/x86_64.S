@@ -14,6 +14,10 @@
  * the save and the restore changes it), kept in rbx/rbp across the after()
  * call, so it is not read a second time. MXCSR's low six bits are sticky exception
  * flags, not control; they are ignored when comparing.
+ *
+ * SWARM_ARCH_PUBLISH_LAST (context.h): in swarm_arch_switch and
+ * swarm_arch_start the store of the saved stack pointer is the last write
+ * to the outgoing stack; x86-64 stores are release stores.
  */
 /* Saves the running context's callee-saved registers and FP control state
  * on its stack (the frame described above, minus the return address the

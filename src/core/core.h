@@ -70,12 +70,18 @@ enum thread_kind {
   THREAD_EXTERNAL = 2, /* a kernel thread that is not a worker */
 };
 
-/* thread.control: generation in the high 32 bits, state flags below. */
+/* thread.control: generation (bits 63..32) | table index (31..8) | state
+ * flags (7..0). A handle is the control word of a live thread with its flags
+ * cleared, so spawn copies it out in one load. Generations are odd and a
+ * release adds 2 (wrapping from 0xffffffff to 1), so no handle is ever 0 and
+ * a never-used table slot (all zero) matches none. */
 #define CTL_EXITED ((uint64_t)1 << 0)   /* result is set; never runs again */
 #define CTL_DETACHED ((uint64_t)1 << 1) /* released on exit, not joinable */
 #define CTL_CLAIMED ((uint64_t)1 << 2)  /* a joiner has claimed it */
 #define CTL_WAITER ((uint64_t)1 << 3)   /* the joiner is parked on it */
-#define CTL_FLAGS ((uint64_t)0xffffffffu)
+#define CTL_FLAGS ((uint64_t)0xffu)
+#define CTL_INDEX_SHIFT 8
+#define CTL_GEN_STEP ((uint64_t)2 << 32)
 #define CTL_GEN(c) ((uint32_t)((c) >> 32))
 
 struct swarm_thread {
@@ -87,7 +93,7 @@ struct swarm_thread {
   _Atomic uint64_t control;    /* generation | CTL_* flags */
   struct swarm_thread *joiner; /* valid once CTL_WAITER is set */
   struct stack_ref stack;      /* THREAD_USER: from the pool */
-  uint32_t index;              /* slot in the handle table */
+  uint32_t index;              /* slot in the handle table (also in control) */
   uint8_t kind;                /* enum thread_kind */
   uint8_t park_reason;         /* enum swarm_park_reason of its last park */
   int16_t pinned_worker;       /* -1, or the only worker that may run it */
@@ -366,7 +372,7 @@ void worker_wake(struct worker *w);
  * (refill, spill, mapping) are in thread.c and stack.c ---- */
 #define DESC_CHUNK_SHIFT 10
 #define DESC_CHUNK ((uint32_t)1 << DESC_CHUNK_SHIFT)
-#define DESC_MAX_CHUNKS 16384 /* 16M descriptors */
+#define DESC_MAX_CHUNKS 16384 /* 16M descriptors: the 24 index bits */
 #define DESC_CACHE_MAX 256
 #define STACK_CACHE_MAX 64
 
@@ -388,14 +394,9 @@ static inline struct swarm_thread *desc_alloc(struct worker *w) {
   return desc_alloc_slow(w);
 }
 
-/* Retires t: a new generation invalidates every handle to it (generation 0
- * is skipped), then it goes back to w's cache (w may be NULL). */
-static inline void desc_release(struct worker *w, struct swarm_thread *t) {
-  uint64_t c = atomic_load_explicit(&t->control, memory_order_relaxed);
-  uint32_t gen = CTL_GEN(c) + 1;
-  gen += gen == 0;
-  atomic_store_explicit(&t->control, (uint64_t)gen << 32,
-                        memory_order_release);
+/* Puts t, already retired (a new generation, no flags), into w's cache
+ * (w may be NULL). */
+static inline void desc_cache_put(struct worker *w, struct swarm_thread *t) {
   if (likely(w && w->descs.count < DESC_CACHE_MAX)) {
     t->next = w->descs.head;
     w->descs.head = t;
@@ -405,13 +406,22 @@ static inline void desc_release(struct worker *w, struct swarm_thread *t) {
   desc_release_slow(w, t);
 }
 
+/* Retires t: the next generation invalidates every handle to it, then it
+ * goes back to w's cache (w may be NULL). */
+static inline void desc_release(struct worker *w, struct swarm_thread *t) {
+  uint64_t c = atomic_load_explicit(&t->control, memory_order_relaxed);
+  atomic_store_explicit(&t->control, (c & ~CTL_FLAGS) + CTL_GEN_STEP,
+                        memory_order_release);
+  desc_cache_put(w, t);
+}
+
 /* The descriptor a handle's index names, or NULL; the caller compares the
  * generation. Chunks are never unmapped, so this never reads freed memory;
  * a slot of a mapped chunk that was never handed out is zero (generation 0),
  * which no handle carries. */
 static inline struct swarm_thread *desc_lookup(swarm_thread_t h) {
-  uint32_t idx = (uint32_t)h;
-  if (unlikely(idx == 0 || (idx >> DESC_CHUNK_SHIFT) >= DESC_MAX_CHUNKS))
+  uint32_t idx = (uint32_t)h >> CTL_INDEX_SHIFT; /* < DESC_MAX_CHUNKS << 10 */
+  if (unlikely(idx == 0))
     return NULL;
   struct swarm_thread *chunk = atomic_load_explicit(
       &swarm_desc_chunks[idx >> DESC_CHUNK_SHIFT], memory_order_acquire);
@@ -419,13 +429,19 @@ static inline struct swarm_thread *desc_lookup(swarm_thread_t h) {
 }
 
 static inline swarm_thread_t desc_handle(struct swarm_thread *t) {
-  uint64_t ctl = atomic_load_explicit(&t->control, memory_order_relaxed);
-  return ((uint64_t)CTL_GEN(ctl) << 32) | t->index;
+  return atomic_load_explicit(&t->control, memory_order_relaxed) & ~CTL_FLAGS;
 }
 
-/* A cached stack's free-list link lives in its own top bytes. */
+/* A cached stack's free-list link lives in its own top bytes. A thread's
+ * frames start STACK_TOP_RESERVE bytes below the top (thread_stack_top), so
+ * the link never overlaps them: an exiting thread can put the stack it still
+ * runs on into its worker's cache before it switches away (sched.c). */
+#define STACK_TOP_RESERVE 64
 static inline void **stack_link(char *lo, size_t size) {
-  return (void **)(lo + size - 64);
+  return (void **)(lo + size - STACK_TOP_RESERVE);
+}
+static inline char *thread_stack_top(struct stack_ref s) {
+  return s.lo + s.size - STACK_TOP_RESERVE;
 }
 int stack_alloc_slow(struct worker *w, size_t size, struct stack_ref *out);
 void stack_release_slow(struct worker *w, struct stack_ref s);
@@ -447,6 +463,22 @@ static inline int stack_alloc(struct worker *w, size_t size,
     return 0;
   }
   return stack_alloc_slow(w, size, out);
+}
+
+/* Puts the stack the calling thread is exiting from into w's cache, if it
+ * fits there; false if not (then it must be released once the thread is off
+ * it). Safe while still running on s: the link is in the reserved top bytes,
+ * and only w takes stacks from its cache. Not in ASan builds, which unpoison
+ * a released stack (stack_release). */
+static inline bool stack_release_running(struct worker *w, struct stack_ref s) {
+  if (likely(s.size == swarm_rt.default_stack &&
+             w->stacks.count < STACK_CACHE_MAX)) {
+    *stack_link(s.lo, s.size) = w->stacks.head;
+    w->stacks.head = s.lo;
+    w->stacks.count++;
+    return true;
+  }
+  return false;
 }
 
 /* Returns a stack nothing runs on any more (w may be NULL). */

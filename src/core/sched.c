@@ -454,22 +454,32 @@ _Noreturn static void thread_finish(struct swarm_thread *t, void *result) {
   struct stack_ref dead = t->stack;
   if (kind == THREAD_MAIN)
     atomic_store_explicit(&swarm_rt.main_exited, true, memory_order_release);
-  /* Publish the exit; after this fetch_or the descriptor may be released by
-   * a joiner at any moment, so it is not touched again unless WAITER says a
-   * joiner is parked (and cannot release it before we ready it). */
+  /* Publish the exit; after this the descriptor may be released by a
+   * joiner at any moment, so it is not touched again unless WAITER says a
+   * joiner is parked (and cannot release it before we ready it).
+   * EXITED is set once, so an add is the or; it needs no CAS loop. */
   uint64_t old =
-      atomic_fetch_or_explicit(&t->control, CTL_EXITED, memory_order_acq_rel);
-  if (old & CTL_WAITER)
-    ready_joiner(w, t->joiner);
-  else if (old & CTL_DETACHED)
-    desc_release(w, t);
-  if (kind == THREAD_USER)
-    counter_inc(&w->stat_exited_pub);
-  struct swarm_thread *next = local_next(w);
-  if (likely(kind == THREAD_USER)) {
-    w->dead_stack = dead;
-    resume_next(w, next, w->after_exit);
+      atomic_fetch_add_explicit(&t->control, CTL_EXITED, memory_order_acq_rel);
+  if (unlikely(old & (CTL_WAITER | CTL_DETACHED))) {
+    if (old & CTL_WAITER)
+      ready_joiner(w, t->joiner);
+    else
+      desc_release(w, t);
   }
+  struct swarm_thread *next;
+  if (likely(kind == THREAD_USER)) {
+    counter_inc(&w->stat_exited_pub);
+    next = local_next(w);
+    /* With the plain steps (after_exit NULL), the stack goes back to the
+     * cache now, while we still run on it (stack_release_running); only a
+     * stack that must leave the cache waits for the after step. */
+    void *(*after)(void *) = w->after_exit;
+    if (likely(!after) && likely(stack_release_running(w, dead)))
+      resume_next(w, next, NULL);
+    w->dead_stack = dead;
+    resume_next(w, next, after ? after : after_release_stack);
+  }
+  next = local_next(w);
   resume_next(w, next, swarm_rt.after_main_exit);
 }
 
@@ -515,7 +525,7 @@ static int spawn_external(swarm_thread_t *out, size_t size, bool detached,
   thread_init(t, fn, arg, detached);
   if (out)
     *out = desc_handle(t);
-  t->sp = swarm_arch_prepare(t->stack.lo + t->stack.size, thread_entry);
+  t->sp = swarm_arch_prepare(thread_stack_top(t->stack), thread_entry);
   atomic_fetch_add_explicit(&swarm_rt.external_spawned, 1,
                             memory_order_acq_rel);
   uint32_t k = atomic_fetch_add_explicit(&swarm_rt.external_rr, 1,
@@ -525,9 +535,31 @@ static int spawn_external(swarm_thread_t *out, size_t size, bool detached,
   return 0;
 }
 
+/* The fast way to publish a spawning parent, when the back end stores the
+ * saved stack pointer last (arch/context.h: SWARM_ARCH_PUBLISH_LAST) and
+ * tracing is off (w->after_spawn is NULL then): push it on the deque now,
+ * before the switch, with its sp cleared; a thief that takes it waits in
+ * thread_wait_saved until the switch has stored the sp, after which the old
+ * worker no longer writes to the parent's stack. This saves the after step's
+ * call and reloads. false: a pinned parent, or no memory to grow the deque;
+ * the caller then lets after_push_parent do it the general way. */
+static inline bool push_parent_early(struct worker *w,
+                                     struct swarm_thread *parent) {
+  if (unlikely(parent->pinned_worker >= 0))
+    return false;
+  __atomic_store_n(&parent->sp, NULL, __ATOMIC_RELAXED);
+  int pushed = deque_push(&w->deque, parent);
+  if (unlikely(!pushed))
+    return false;
+  if (unlikely(pushed == DEQUE_PUSHED_INTO_EMPTY))
+    atomic_thread_fence(memory_order_seq_cst); /* see the file comment */
+  wake_if_idle(w);
+  return true;
+}
+
 /* Work-first spawn on worker w: run the child now; the parent is pushed on
- * the deque by the after step, once it is fully saved. The child's first
- * transfer value is w (thread_entry). */
+ * the deque before the switch (push_parent_early) or by the after step once
+ * it is fully saved. The child's first transfer value is w (thread_entry). */
 static inline __attribute__((always_inline)) int spawn_here(struct worker *w, swarm_thread_t *out,
                              size_t size, bool detached, void *(*fn)(void *),
                              void *arg) {
@@ -544,6 +576,9 @@ static inline __attribute__((always_inline)) int spawn_here(struct worker *w, sw
   counter_inc(&w->stat_spawned_pub);
   struct swarm_thread *parent = w->current;
   parent->saved_errno = *os_errno_location();
+  void *(*after)(void *) = w->after_spawn;
+  if (likely(!after) && unlikely(!push_parent_early(w, parent)))
+    after = after_push_parent;
   w->handoff = parent;
   w->current = t;
   w->stats.run++;
@@ -551,8 +586,8 @@ static inline __attribute__((always_inline)) int spawn_here(struct worker *w, sw
   void *fake = NULL;
   __sanitizer_start_switch_fiber(&fake, t->stack.lo, t->stack.size);
 #endif
-  w = swarm_arch_start(&parent->sp, t->stack.lo + t->stack.size, thread_entry,
-                       w->after_spawn, w);
+  w = swarm_arch_start(&parent->sp, thread_stack_top(t->stack), thread_entry,
+                       after, w);
 #ifdef SWARM_ASAN
   __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
@@ -710,6 +745,14 @@ void swarm_yield(void) {
 
 /* ---- the scheduler loop ---- */
 
+/* A thread taken from a deque by a thief may be a parent its worker pushed
+ * before switching away from it (spawn_here): wait until its context is
+ * saved. The window is a few instructions of the owner's switch. */
+static inline void thread_wait_saved(struct swarm_thread *t) {
+  while (unlikely(!__atomic_load_n(&t->sp, __ATOMIC_ACQUIRE)))
+    os_cpu_relax();
+}
+
 static struct swarm_thread *steal_round(struct worker *w) {
   int n = swarm_rt.nslots; /* spare workers' deques too (monitor.c) */
   if (n < 2)
@@ -730,6 +773,7 @@ static struct swarm_thread *steal_round(struct worker *w) {
     if (item == DEQUE_ABORT)
       item = deque_steal(&victim->deque);
     if (item && item != DEQUE_ABORT) {
+      thread_wait_saved(item);
       w->stats.steals_ok++;
       TRACE_STEAL(w, item, v);
       /* More where that came from: let another idle worker have it. */
@@ -1038,8 +1082,21 @@ int swarm_init(const swarm_config_t *config) {
   w0->kthread = pthread_self();
   w0->tid = (int)syscall(SYS_gettid); /* the monitor reads its state */
   w0->current = main_t;
-  static const struct trace_steps plain = {after_push_parent,
-                                           after_release_stack, after_park},
+  /* Plain steps: NULL where the work is done before the switch (spawn_here,
+   * thread_finish), which needs SWARM_ARCH_PUBLISH_LAST for the spawn and a
+   * build without ASan for the exit (stack_release_running). */
+  static const struct trace_steps plain = {
+#ifdef SWARM_ARCH_PUBLISH_LAST
+      NULL,
+#else
+      after_push_parent,
+#endif
+#ifdef SWARM_ASAN
+      after_release_stack,
+#else
+      NULL,
+#endif
+      after_park},
                                   traced = {after_push_parent_traced,
                                             after_release_stack_traced,
                                             after_park_traced};

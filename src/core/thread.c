@@ -1,7 +1,8 @@
 /*
  * core/thread.c — thread descriptors, handles, join/detach and attributes.
  *
- * Handles. A swarm_thread_t is (generation << 32 | table index). Descriptors
+ * Handles. A swarm_thread_t is (generation << 32 | table index << 8), the
+ * descriptor's control word without its flags (core.h). Descriptors
  * live in a table of chunks that are never unmapped, so any handle can be
  * looked up without touching freed memory; the generation in the handle must
  * match the one in the descriptor's control word, and releasing a descriptor
@@ -60,7 +61,7 @@ static struct swarm_thread *desc_fresh_locked(void) {
   }
   struct swarm_thread *t = &chunk[idx & (DESC_CHUNK - 1)];
   t->index = idx;
-  atomic_init(&t->control, (uint64_t)1 << 32);
+  atomic_init(&t->control, ((uint64_t)1 << 32) | (uint64_t)idx << CTL_INDEX_SHIFT);
   atomic_store_explicit(&swarm_desc_next_index, idx + 1, memory_order_release);
   return t;
 }
@@ -156,15 +157,15 @@ static bool join_commit(struct swarm_thread *self, void *arg) {
   struct swarm_thread *t = arg;
   /* acq_rel: publishes t->joiner (written before the park) to the exiting
    * thread, and if it already exited, acquires its result. */
-  uint64_t old =
-      atomic_fetch_or_explicit(&t->control, CTL_WAITER, memory_order_acq_rel);
+  uint64_t old = /* WAITER is set once: the add is the or, without a loop */
+      atomic_fetch_add_explicit(&t->control, CTL_WAITER, memory_order_acq_rel);
   return !(old & CTL_EXITED); /* exited already: do not park after all */
 }
 
 static __attribute__((noinline)) int join_general(swarm_thread_t h,
                                                   void **result) {
   struct swarm_thread *t = desc_lookup(h);
-  if (!t)
+  if (!t || (h & CTL_FLAGS))
     return ESRCH;
   uint32_t gen = (uint32_t)(h >> 32);
   struct worker *w = worker_current();
@@ -210,7 +211,7 @@ static __attribute__((noinline)) int join_general(swarm_thread_t h,
 
 int swarm_detach(swarm_thread_t h) {
   struct swarm_thread *t = desc_lookup(h);
-  if (!t)
+  if (!t || (h & CTL_FLAGS))
     return ESRCH;
   uint32_t gen = (uint32_t)(h >> 32);
   uint64_t c = atomic_load_explicit(&t->control, memory_order_acquire);
@@ -231,19 +232,23 @@ int swarm_detach(swarm_thread_t h) {
 }
 
 int swarm_join(swarm_thread_t h, void **result) {
-  /* Fast path: the thread has exited, nobody else claimed or detached it. */
+  /* Fast path: the thread has exited, nobody else claimed or detached it.
+   * One CAS both claims it and retires the descriptor (the next generation);
+   * the result is read before (acquire: the exit's release published it). */
   struct swarm_thread *t = desc_lookup(h);
   if (likely(t)) {
     uint64_t c = atomic_load_explicit(&t->control, memory_order_acquire);
-    uint64_t done = (h & ~(uint64_t)CTL_FLAGS) | CTL_EXITED;
-    if (likely(c == done) &&
-        likely(atomic_compare_exchange_strong_explicit(
-            &t->control, &c, c | CTL_CLAIMED, memory_order_acq_rel,
-            memory_order_acquire))) {
-      if (result)
-        *result = t->result;
-      desc_release(worker_current(), t);
-      return 0;
+    /* == h + EXITED only for h with no flag bits: the handle, exactly. */
+    if (likely(c == h + CTL_EXITED)) {
+      void *r = t->result;
+      if (likely(atomic_compare_exchange_strong_explicit(
+              &t->control, &c, h + CTL_GEN_STEP, memory_order_relaxed,
+              memory_order_relaxed))) {
+        if (result)
+          *result = r;
+        desc_cache_put(worker_current(), t);
+        return 0;
+      }
     }
   }
   return join_general(h, result);

@@ -530,8 +530,8 @@ static void trace_at_exit(void) {
 }
 
 /* Every slot, spare workers included (monitor.c): a spare runs threads, so
- * it needs the steps (a NULL after_spawn would lose the parent) and a
- * buffer of its own. */
+ * it needs the same steps as the others (the traced ones record its
+ * switches) and a buffer of its own. */
 static void set_steps(const struct trace_steps *s) {
   for (int i = 0; i < swarm_rt.nslots; i++) {
     struct worker *w = &swarm_rt.workers[i];
