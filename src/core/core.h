@@ -44,7 +44,7 @@
 #define SWARM_MAX_WORKERS 1024
 #define SWARM_DEFAULT_STACK ((size_t)128 * 1024)
 #define SWARM_MAX_STACK ((size_t)1 << 30)
-#define SWARM_THREAD_SLOTS 4
+#define SWARM_THREAD_SLOTS 2
 #define SWARM_ATTR_MAGIC 0x5a7a11a7u
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -79,6 +79,7 @@ enum thread_kind {
 #define CTL_DETACHED ((uint64_t)1 << 1) /* released on exit, not joinable */
 #define CTL_CLAIMED ((uint64_t)1 << 2)  /* a joiner has claimed it */
 #define CTL_WAITER ((uint64_t)1 << 3)   /* the joiner is parked on it */
+#define CTL_SPECIAL ((uint64_t)1 << 4) /* MAIN or EXTERNAL: see desc_release */
 #define CTL_FLAGS ((uint64_t)0xffu)
 #define CTL_INDEX_SHIFT 8
 #define CTL_GEN_STEP ((uint64_t)2 << 32)
@@ -106,7 +107,7 @@ struct swarm_thread {
 } __attribute__((aligned(64)));
 
 /* Upper layers claim a slot index for per-thread data (keys, errno, ...). */
-enum { SLOT_SYNC = 0, SLOT_IO = 1, SLOT_PTHREAD = 2, SLOT_DIST = 3 };
+enum { SLOT_SYNC = 0, SLOT_PTHREAD = 1 }; /* add one: also thread_has_exit_work */
 
 /* A ready queue: FIFO under a spinlock. Used for yields, for threads made
  * runnable by kernel threads that are not workers, and for pinned threads;
@@ -394,6 +395,13 @@ static inline struct swarm_thread *desc_alloc(struct worker *w) {
   return desc_alloc_slow(w);
 }
 
+/* Free descriptors (caches, the global list, fresh ones) have no flags in
+ * control, kind THREAD_USER and pinned_worker -1, so spawn need not write
+ * them. desc_release resets the two. swarm_join's fast path puts the
+ * descriptor straight into the cache, so it must only see USER threads:
+ * MAIN and EXTERNAL descriptors carry CTL_SPECIAL, which no handle has, and
+ * take join_general (only swarm_finalize pins a thread, and unpins it). */
+
 /* Puts t, already retired (a new generation, no flags), into w's cache
  * (w may be NULL). */
 static inline void desc_cache_put(struct worker *w, struct swarm_thread *t) {
@@ -410,6 +418,8 @@ static inline void desc_cache_put(struct worker *w, struct swarm_thread *t) {
  * goes back to w's cache (w may be NULL). */
 static inline void desc_release(struct worker *w, struct swarm_thread *t) {
   uint64_t c = atomic_load_explicit(&t->control, memory_order_relaxed);
+  t->kind = THREAD_USER;
+  t->pinned_worker = -1;
   atomic_store_explicit(&t->control, (c & ~CTL_FLAGS) + CTL_GEN_STEP,
                         memory_order_release);
   desc_cache_put(w, t);
@@ -426,6 +436,11 @@ static inline struct swarm_thread *desc_lookup(swarm_thread_t h) {
   struct swarm_thread *chunk = atomic_load_explicit(
       &swarm_desc_chunks[idx >> DESC_CHUNK_SHIFT], memory_order_acquire);
   return chunk ? &chunk[idx & (DESC_CHUNK - 1)] : NULL;
+}
+
+/* The handle of a descriptor just taken from a free list (no flags). */
+static inline swarm_thread_t desc_handle_free(struct swarm_thread *t) {
+  return atomic_load_explicit(&t->control, memory_order_relaxed);
 }
 
 static inline swarm_thread_t desc_handle(struct swarm_thread *t) {

@@ -59,5 +59,5 @@ bool deque_grow_and_push(struct deque *d, void *item) {
   atomic_store_explicit(&d->array, a, memory_order_release);
   old->retired_next = d->retired;
   d->retired = old;
-  return deque_push(d, item);
+  return deque_try_push(d, item) != 0;
 }

@@ -50,9 +50,11 @@ bool deque_grow_and_push(struct deque *d, void *item);
 /* deque_push results: 0 means no memory to grow. */
 enum { DEQUE_PUSHED = 1, DEQUE_PUSHED_INTO_EMPTY = 2 };
 
-/* Owner: push an item at the bottom. Says whether the deque looked empty
- * before (the scheduler wakes sleepers differently then). */
-static inline int deque_push(struct deque *d, void *item) {
+/* Owner: push an item at the bottom if the array has room; 0 if it is
+ * full. Says whether the deque looked empty before (the scheduler wakes
+ * sleepers differently then). */
+static inline __attribute__((always_inline)) int
+deque_try_push(struct deque *d, void *item) {
   int64_t b = atomic_load_explicit(&d->bottom, memory_order_relaxed);
   /* acquire: pairs with the thieves' CAS on top, so a slot they emptied is
    * really free before we overwrite it. */
@@ -60,7 +62,7 @@ static inline int deque_push(struct deque *d, void *item) {
   struct deque_array *a =
       atomic_load_explicit(&d->array, memory_order_relaxed);
   if (__builtin_expect(b - t > a->mask, 0))
-    return deque_grow_and_push(d, item) ? DEQUE_PUSHED : 0;
+    return 0;
   atomic_store_explicit(&a->items[b & a->mask], item, memory_order_relaxed);
   /* release: a thief that sees the new bottom also sees the item. */
   atomic_thread_fence(memory_order_release);
@@ -68,8 +70,18 @@ static inline int deque_push(struct deque *d, void *item) {
   return b == t ? DEQUE_PUSHED_INTO_EMPTY : DEQUE_PUSHED;
 }
 
+/* Owner: push an item at the bottom, growing the array when full; 0 only
+ * when memory to grow cannot be had. */
+static inline __attribute__((always_inline)) int deque_push(struct deque *d,
+                                                         void *item) {
+  int pushed = deque_try_push(d, item);
+  if (__builtin_expect(pushed != 0, 1))
+    return pushed;
+  return deque_grow_and_push(d, item) ? DEQUE_PUSHED : 0;
+}
+
 /* Owner: take the most recently pushed item, or NULL when empty. */
-static inline void *deque_take(struct deque *d) {
+static inline __attribute__((always_inline)) void *deque_take(struct deque *d) {
   int64_t b = atomic_load_explicit(&d->bottom, memory_order_relaxed) - 1;
   struct deque_array *a =
       atomic_load_explicit(&d->array, memory_order_relaxed);

@@ -68,7 +68,7 @@
  *
  *  - errno belongs to the thread: saved when a thread switches away
  *    (spawn, park) and restored in whatever kernel thread resumes it, through
- *    os_errno_location(), which the compiler cannot cache across the switch;
+ *    os_errno_get/set (os.h), which the compiler cannot cache across the switch;
  *    a new thread starts with errno 0, as a new pthread does.
  *
  *  - Quiescence (swarm_finalize, and main calling swarm_exit) is detected by
@@ -121,10 +121,16 @@ static __attribute__((noinline, noipa)) void tls_worker_clear(void) {
 /* ---- counters ---- */
 
 static inline void counter_inc(_Atomic uint64_t *c) {
-  /* Owner-only: a load and a store, no locked instruction. Release so that
-   * a reader that sees the count also sees what happened before it. */
+  /* Owner-only: no locked instruction. Release so that a reader that sees
+   * the count also sees what happened before it. On x86-64, where every
+   * store is a release store, that is one add to memory (its store is
+   * single-copy atomic; only the owner writes, so no update is lost). */
+#if defined(__x86_64__)
+  __asm__ volatile("addq $1, %0" : "+m"(*(volatile uint64_t *)c) : : "memory");
+#else
   atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
                         memory_order_release);
+#endif
 }
 
 /* ---- context switches with sanitizer annotations ---- */
@@ -174,7 +180,7 @@ static inline struct worker *switch_to(struct worker *w, void **save_sp,
 }
 
 /* The same for a context that exits: nothing is saved. */
-_Noreturn static inline void resume_next(struct worker *w,
+_Noreturn static inline __attribute__((always_inline)) void resume_next(struct worker *w,
                                          struct swarm_thread *next,
                                          void *(*after)(void *)) {
   void *sp = enter_next(w, next);
@@ -343,7 +349,8 @@ static inline void make_runnable(struct worker *w, struct swarm_thread *t) {
 }
 
 /* Runnable work on this worker, without stealing. */
-static inline struct swarm_thread *local_next(struct worker *w) {
+static inline __attribute__((always_inline)) struct swarm_thread *
+local_next(struct worker *w) {
   struct swarm_thread *t = deque_take(&w->deque);
   if (likely(t) || likely(queue_count(&w->queue) == 0))
     return t;
@@ -355,6 +362,12 @@ static inline struct swarm_thread *local_next(struct worker *w) {
 static void *after_push_parent(void *arg) {
   struct worker *w = arg;
   make_runnable(w, w->handoff);
+  return w;
+}
+
+static void *after_wake_idle(void *arg) { /* push_parent_early's parent */
+  struct worker *w = arg;
+  wake_one(w);
   return w;
 }
 
@@ -405,7 +418,7 @@ static void *after_main_exit_traced(void *arg) {
 
 /* ---- thread start and exit ---- */
 
-_Noreturn static void thread_finish(struct swarm_thread *t, void *result);
+_Noreturn static void user_thread_finish(struct swarm_thread *t, void *result);
 
 static void thread_entry(void *transfer) {
 #ifdef SWARM_ASAN
@@ -413,8 +426,8 @@ static void thread_entry(void *transfer) {
 #endif
   struct worker *w = transfer;
   struct swarm_thread *t = w->current;
-  *os_errno_location() = 0;
-  thread_finish(t, t->fn(t->arg));
+  os_errno_set(0);
+  user_thread_finish(t, t->fn(t->arg));
 }
 
 static bool all_threads_exited(void) {
@@ -434,7 +447,7 @@ static bool all_threads_exited(void) {
 void (*swarm_thread_exit_hook)(struct swarm_thread *self);
 
 /* The exiting thread's joiner is parked on it: make it runnable. Out of
- * line, so that its trace point does not weigh on thread_finish's fast
+ * line, so that its trace point does not weigh on the exit's fast
  * path (the joiner usually finds the thread exited and never parks). */
 static __attribute__((noinline)) void ready_joiner(struct worker *w,
                                                    struct swarm_thread *j) {
@@ -442,45 +455,73 @@ static __attribute__((noinline)) void ready_joiner(struct worker *w,
   make_runnable(w, j);
 }
 
-_Noreturn static void thread_finish(struct swarm_thread *t, void *result) {
-  /* Upper layers' exit work first: it may block, so the worker is read
-   * only afterwards. A thread with nothing in its slots pays one test. */
-  if (unlikely((t->slots[0] || t->slots[1] || t->slots[2] || t->slots[3]) &&
-               swarm_thread_exit_hook))
+/* Upper layers' exit work (core.h: swarm_thread_exit_hook), for a thread
+ * with something in its slots. It may block, so callers read their worker
+ * only afterwards. */
+static __attribute__((noinline)) void thread_exit_work(struct swarm_thread *t) {
+  if (swarm_thread_exit_hook)
     swarm_thread_exit_hook(t);
-  struct worker *w = worker_current();
+}
+
+static inline bool thread_has_exit_work(struct swarm_thread *t) {
+  return ((uintptr_t)t->slots[SLOT_SYNC] | (uintptr_t)t->slots[SLOT_PTHREAD]) !=
+         0;
+}
+
+/* A joiner is parked on t (WAITER) or t is detached: ready the joiner, or
+ * retire the descriptor. */
+static __attribute__((noinline)) void exit_notify(struct worker *w,
+                                                  struct swarm_thread *t,
+                                                  uint64_t old) {
+  if (old & CTL_WAITER)
+    ready_joiner(w, t->joiner);
+  else
+    desc_release(w, t);
+}
+
+/* Publishes t's exit with its result. After this the descriptor may be
+ * released by a joiner at any moment, so it is not touched again unless
+ * WAITER says a joiner is parked (and cannot release it before we ready
+ * it). EXITED is set once, so an add is the or; it needs no CAS loop. */
+static inline __attribute__((always_inline)) void
+exit_publish(struct worker *w, struct swarm_thread *t, void *result) {
   t->result = result;
-  uint8_t kind = t->kind;
-  struct stack_ref dead = t->stack;
-  if (kind == THREAD_MAIN)
-    atomic_store_explicit(&swarm_rt.main_exited, true, memory_order_release);
-  /* Publish the exit; after this the descriptor may be released by a
-   * joiner at any moment, so it is not touched again unless WAITER says a
-   * joiner is parked (and cannot release it before we ready it).
-   * EXITED is set once, so an add is the or; it needs no CAS loop. */
   uint64_t old =
       atomic_fetch_add_explicit(&t->control, CTL_EXITED, memory_order_acq_rel);
-  if (unlikely(old & (CTL_WAITER | CTL_DETACHED))) {
-    if (old & CTL_WAITER)
-      ready_joiner(w, t->joiner);
-    else
-      desc_release(w, t);
-  }
-  struct swarm_thread *next;
-  if (likely(kind == THREAD_USER)) {
-    counter_inc(&w->stat_exited_pub);
-    next = local_next(w);
-    /* With the plain steps (after_exit NULL), the stack goes back to the
-     * cache now, while we still run on it (stack_release_running); only a
-     * stack that must leave the cache waits for the after step. */
-    void *(*after)(void *) = w->after_exit;
-    if (likely(!after) && likely(stack_release_running(w, dead)))
-      resume_next(w, next, NULL);
-    w->dead_stack = dead;
-    resume_next(w, next, after ? after : after_release_stack);
-  }
-  next = local_next(w);
-  resume_next(w, next, swarm_rt.after_main_exit);
+  if (unlikely(old & (CTL_WAITER | CTL_DETACHED)))
+    exit_notify(w, t, old);
+}
+
+/* The end of every thread made by swarm_spawn (thread_entry, swarm_exit). */
+_Noreturn static __attribute__((noinline)) void
+user_thread_finish(struct swarm_thread *t, void *result) {
+  if (unlikely(thread_has_exit_work(t)))
+    thread_exit_work(t);
+  struct worker *w = worker_current();
+  struct stack_ref dead = t->stack;
+  exit_publish(w, t, result);
+  counter_inc(&w->stat_exited_pub);
+  struct swarm_thread *next = local_next(w);
+  /* With the plain steps (after_exit NULL), the stack goes back to the
+   * cache now, while we still run on it (stack_release_running); only a
+   * stack that must leave the cache waits for the after step. */
+  void *(*after)(void *) = w->after_exit;
+  if (likely(!after) && likely(stack_release_running(w, dead)))
+    resume_next(w, next, NULL);
+  w->dead_stack = dead;
+  resume_next(w, next, after ? after : after_release_stack);
+}
+
+/* The main flow ends (swarm_exit from main): its kernel thread's stack is
+ * not ours to release; swarm_finalize's waiter learns it from main_exited. */
+_Noreturn static void main_thread_finish(struct swarm_thread *t,
+                                         void *result) {
+  if (thread_has_exit_work(t))
+    thread_exit_work(t);
+  struct worker *w = worker_current();
+  atomic_store_explicit(&swarm_rt.main_exited, true, memory_order_release);
+  exit_publish(w, t, result);
+  resume_next(w, local_next(w), swarm_rt.after_main_exit);
 }
 
 _Noreturn void swarm_exit(void *result) {
@@ -492,7 +533,10 @@ _Noreturn void swarm_exit(void *result) {
     os_write_stderr(msg, sizeof msg - 1);
     abort();
   }
-  thread_finish(w->current, result);
+  struct swarm_thread *t = w->current;
+  if (t->kind == THREAD_MAIN)
+    main_thread_finish(t, result);
+  user_thread_finish(t, result);
 }
 
 /* ---- spawn ---- */
@@ -500,11 +544,10 @@ _Noreturn void swarm_exit(void *result) {
 static void thread_init(struct swarm_thread *t, void *(*fn)(void *),
                         void *arg, bool detached) {
   /* result, joiner and next are written before anything reads them (exit,
-   * join's park, a list insertion), so they are not cleared here. */
+   * join's park, a list insertion), so they are not cleared here; kind and
+   * pinned_worker are already USER and -1 in a free descriptor (core.h). */
   t->fn = fn;
   t->arg = arg;
-  t->kind = THREAD_USER;
-  t->pinned_worker = -1;
   for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
     t->slots[i] = NULL;
   if (detached)
@@ -541,20 +584,25 @@ static int spawn_external(swarm_thread_t *out, size_t size, bool detached,
  * before the switch, with its sp cleared; a thief that takes it waits in
  * thread_wait_saved until the switch has stored the sp, after which the old
  * worker no longer writes to the parent's stack. This saves the after step's
- * call and reloads. false: a pinned parent, or no memory to grow the deque;
- * the caller then lets after_push_parent do it the general way. */
-static inline bool push_parent_early(struct worker *w,
-                                     struct swarm_thread *parent) {
+ * call and reloads. Returns NULL when that is all, or the after step that
+ * must finish the job on the child's stack: after_push_parent for a pinned
+ * parent or a full deque (it grows it), after_wake_idle when a worker
+ * sleeps. So the fast path makes no call before the switch, and nothing of
+ * it lives in callee-saved registers. */
+static inline void *(*push_parent_early(struct worker *w,
+                                        struct swarm_thread *parent))(void *) {
   if (unlikely(parent->pinned_worker >= 0))
-    return false;
+    return after_push_parent;
   __atomic_store_n(&parent->sp, NULL, __ATOMIC_RELAXED);
-  int pushed = deque_push(&w->deque, parent);
+  int pushed = deque_try_push(&w->deque, parent);
   if (unlikely(!pushed))
-    return false;
+    return after_push_parent;
   if (unlikely(pushed == DEQUE_PUSHED_INTO_EMPTY))
     atomic_thread_fence(memory_order_seq_cst); /* see the file comment */
-  wake_if_idle(w);
-  return true;
+  if (unlikely(atomic_load_explicit(&swarm_rt.idle_workers,
+                                    memory_order_relaxed) > 0))
+    return after_wake_idle;
+  return NULL;
 }
 
 /* Work-first spawn on worker w: run the child now; the parent is pushed on
@@ -572,14 +620,14 @@ static inline __attribute__((always_inline)) int spawn_here(struct worker *w, sw
   }
   thread_init(t, fn, arg, detached);
   if (out)
-    *out = desc_handle(t);
+    *out = desc_handle_free(t);
   counter_inc(&w->stat_spawned_pub);
   struct swarm_thread *parent = w->current;
-  parent->saved_errno = *os_errno_location();
+  parent->saved_errno = os_errno_get();
   void *(*after)(void *) = w->after_spawn;
-  if (likely(!after) && unlikely(!push_parent_early(w, parent)))
-    after = after_push_parent;
-  w->handoff = parent;
+  if (likely(!after))
+    after = push_parent_early(w, parent);
+  w->handoff = parent; /* for an after step */
   w->current = t;
   w->stats.run++;
 #ifdef SWARM_ASAN
@@ -594,7 +642,7 @@ static inline __attribute__((always_inline)) int spawn_here(struct worker *w, sw
   /* Resumed, perhaps on another kernel thread (w is the one we are on now,
    * and its current thread is us): our errno back. Nothing else is live
    * across the switch, so the fast path needs no callee-saved registers. */
-  *os_errno_location() = w->current->saved_errno;
+  os_errno_set(w->current->saved_errno);
   return 0;
 }
 
@@ -661,7 +709,7 @@ struct swarm_thread *swarm_current_thread(void) {
   for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
     t->slots[i] = NULL;
   /* Not joinable: it is a kernel thread, joined with pthread_join. */
-  atomic_fetch_or(&t->control, CTL_DETACHED);
+  atomic_fetch_or(&t->control, CTL_DETACHED | CTL_SPECIAL);
   tls_external = t;
   return t;
 }
@@ -698,9 +746,9 @@ void swarm_park(swarm_commit_fn commit, void *arg) {
   w->park_arg = arg;
   w->handoff = self;
   w->stats.parks++;
-  self->saved_errno = *os_errno_location();
+  self->saved_errno = os_errno_get();
   switch_to(w, &self->sp, local_next(w), w->after_park);
-  *os_errno_location() = self->saved_errno;
+  os_errno_set(self->saved_errno);
 }
 
 void swarm_ready(struct swarm_thread *t) {
@@ -1066,6 +1114,7 @@ int swarm_init(const swarm_config_t *config) {
     goto fail_nomem;
   }
   main_t->kind = THREAD_MAIN;
+  atomic_fetch_or(&main_t->control, CTL_SPECIAL); /* see core.h */
   main_t->pinned_worker = -1;
   main_t->fn = NULL;
   main_t->next = NULL;
@@ -1083,7 +1132,7 @@ int swarm_init(const swarm_config_t *config) {
   w0->tid = (int)syscall(SYS_gettid); /* the monitor reads its state */
   w0->current = main_t;
   /* Plain steps: NULL where the work is done before the switch (spawn_here,
-   * thread_finish), which needs SWARM_ARCH_PUBLISH_LAST for the spawn and a
+   * user_thread_finish), which needs SWARM_ARCH_PUBLISH_LAST for the spawn and a
    * build without ASan for the exit (stack_release_running). */
   static const struct trace_steps plain = {
 #ifdef SWARM_ARCH_PUBLISH_LAST

@@ -61,6 +61,8 @@ static struct swarm_thread *desc_fresh_locked(void) {
   }
   struct swarm_thread *t = &chunk[idx & (DESC_CHUNK - 1)];
   t->index = idx;
+  t->kind = THREAD_USER;
+  t->pinned_worker = -1;
   atomic_init(&t->control, ((uint64_t)1 << 32) | (uint64_t)idx << CTL_INDEX_SHIFT);
   atomic_store_explicit(&swarm_desc_next_index, idx + 1, memory_order_release);
   return t;

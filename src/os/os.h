@@ -78,7 +78,7 @@ void os_overflow_handler_install(os_guard_describe_fn fn);
  * volatile read is cheap and, unlike `errno` (which calls the const
  * function __errno_location), can never be cached by the compiler across a
  * context switch that moved the caller to another kernel thread. */
-extern intptr_t os_errno_offset;
+extern intptr_t os_errno_offset __attribute__((visibility("hidden")));
 void os_errno_init(void);
 static inline int *os_errno_location(void) {
 #if defined(__x86_64__)
@@ -92,6 +92,38 @@ static inline int *os_errno_location(void) {
 #else
   extern int *os_errno_location_slow(void);
   return os_errno_location_slow();
+#endif
+}
+
+/* errno's value, read and written the same way; on x86-64 one
+ * %fs-relative access instead of computing the address. The "memory"
+ * clobber keeps them in place relative to the calls that set errno. */
+static inline int os_errno_get(void) {
+#if defined(__x86_64__) && defined(SWARM_BUILDING_LIBRARY)
+  /* The offset is loaded by name inside the asm: an operand would let the
+   * compiler keep its address in a callee-saved register across calls. */
+  int v;
+  intptr_t off;
+  __asm__ volatile("movq os_errno_offset(%%rip), %1\n\t"
+                   "movl %%fs:(%1), %0"
+                   : "=r"(v), "=&r"(off)
+                   :
+                   : "memory");
+  return v;
+#else
+  return *os_errno_location();
+#endif
+}
+static inline void os_errno_set(int v) {
+#if defined(__x86_64__) && defined(SWARM_BUILDING_LIBRARY)
+  intptr_t off;
+  __asm__ volatile("movq os_errno_offset(%%rip), %0\n\t"
+                   "movl %1, %%fs:(%0)"
+                   : "=&r"(off)
+                   : "r"(v)
+                   : "memory");
+#else
+  *os_errno_location() = v;
 #endif
 }
 
