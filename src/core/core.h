@@ -371,13 +371,16 @@ void worker_wake(struct worker *w);
 
 /* ---- descriptor and stack caches: inline fast paths; the cold halves
  * (refill, spill, mapping) are in thread.c and stack.c ---- */
-#define DESC_CHUNK_SHIFT 10
-#define DESC_CHUNK ((uint32_t)1 << DESC_CHUNK_SHIFT)
-#define DESC_MAX_CHUNKS 16384 /* 16M descriptors: the 24 index bits */
+#define DESC_MAX ((uint32_t)1 << 24) /* the 24 index bits of a handle */
 #define DESC_CACHE_MAX 256
 #define STACK_CACHE_MAX 64
 
-extern _Atomic(struct swarm_thread *) swarm_desc_chunks[DESC_MAX_CHUNKS];
+/* Every descriptor lives in one region of DESC_MAX slots, reserved
+ * (MAP_NORESERVE: untouched slots cost no memory) when the first is made
+ * and never unmapped, so any handle's slot can be read without a bound
+ * check and without touching freed memory. NULL until then. */
+extern struct swarm_thread *_Atomic swarm_desc_region
+    __attribute__((visibility("hidden")));
 extern _Atomic uint32_t swarm_desc_next_index;
 
 struct swarm_thread *desc_alloc_slow(struct worker *w);
@@ -425,17 +428,24 @@ static inline void desc_release(struct worker *w, struct swarm_thread *t) {
   desc_cache_put(w, t);
 }
 
-/* The descriptor a handle's index names, or NULL; the caller compares the
- * generation. Chunks are never unmapped, so this never reads freed memory;
- * a slot of a mapped chunk that was never handed out is zero (generation 0),
- * which no handle carries. */
+/* The descriptor slot a handle's index names, or NULL before any exists;
+ * the caller compares the whole handle (swarm_join's fast path) or uses
+ * desc_lookup_checked. A slot never handed out is zero: its generation, 0,
+ * is one no handle carries, since generations are odd. */
 static inline struct swarm_thread *desc_lookup(swarm_thread_t h) {
-  uint32_t idx = (uint32_t)h >> CTL_INDEX_SHIFT; /* < DESC_MAX_CHUNKS << 10 */
-  if (unlikely(idx == 0))
+  struct swarm_thread *base =
+      atomic_load_explicit(&swarm_desc_region, memory_order_acquire);
+  if (unlikely(!base))
     return NULL;
-  struct swarm_thread *chunk = atomic_load_explicit(
-      &swarm_desc_chunks[idx >> DESC_CHUNK_SHIFT], memory_order_acquire);
-  return chunk ? &chunk[idx & (DESC_CHUNK - 1)] : NULL;
+  return &base[(uint32_t)h >> CTL_INDEX_SHIFT];
+}
+
+/* desc_lookup for paths that then compare only the generation: NULL also
+ * for a value that cannot be a handle (flag bits, an even generation). */
+static inline struct swarm_thread *desc_lookup_checked(swarm_thread_t h) {
+  if ((h & CTL_FLAGS) || !((h >> 32) & 1))
+    return NULL;
+  return desc_lookup(h);
 }
 
 /* The handle of a descriptor just taken from a free list (no flags). */

@@ -3,12 +3,13 @@
  *
  * Handles. A swarm_thread_t is (generation << 32 | table index << 8), the
  * descriptor's control word without its flags (core.h). Descriptors
- * live in a table of chunks that are never unmapped, so any handle can be
- * looked up without touching freed memory; the generation in the handle must
- * match the one in the descriptor's control word, and releasing a descriptor
- * bumps it. That is how a joined (or detached-and-exited) handle answers
- * ESRCH even after its descriptor is reused. Index 0 is never used, so a
- * zero handle names no thread.
+ * live in one reserved region that is never unmapped, indexed by the 24
+ * index bits, so any handle can be looked up without a bound check and
+ * without touching freed memory; the generation in the handle must match the
+ * one in the descriptor's control word, and releasing a descriptor advances
+ * it by 2. That is how a joined (or detached-and-exited) handle answers
+ * ESRCH even after its descriptor is reused. Generations are odd, so a zero
+ * handle, and any slot never handed out (all zero), names no thread.
  *
  * The control word packs the generation with the state flags (EXITED,
  * DETACHED, CLAIMED, WAITER), so every transition is one atomic operation
@@ -35,7 +36,7 @@
 
 #define DESC_BATCH 64
 
-_Atomic(struct swarm_thread *) swarm_desc_chunks[DESC_MAX_CHUNKS];
+struct swarm_thread *_Atomic swarm_desc_region;
 _Atomic uint32_t swarm_desc_next_index = 1;
 
 static struct {
@@ -46,24 +47,26 @@ static struct {
 
 static struct swarm_thread *desc_fresh_locked(void) {
   uint32_t idx = atomic_load_explicit(&swarm_desc_next_index, memory_order_relaxed);
-  uint32_t c = idx >> DESC_CHUNK_SHIFT;
-  if (c >= DESC_MAX_CHUNKS)
+  if (idx >= DESC_MAX)
     return NULL;
-  struct swarm_thread *chunk =
-      atomic_load_explicit(&swarm_desc_chunks[c], memory_order_relaxed);
-  if (!chunk) {
-    chunk = mmap(NULL, DESC_CHUNK * sizeof(struct swarm_thread),
-                 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (chunk == MAP_FAILED)
+  struct swarm_thread *base =
+      atomic_load_explicit(&swarm_desc_region, memory_order_relaxed);
+  if (!base) {
+    base = mmap(NULL, (size_t)DESC_MAX * sizeof(struct swarm_thread),
+                PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED)
       return NULL;
-    /* release: desc_lookup's acquire load sees initialised memory. */
-    atomic_store_explicit(&swarm_desc_chunks[c], chunk, memory_order_release);
+    /* release: desc_lookup's acquire load sees the mapping. */
+    atomic_store_explicit(&swarm_desc_region, base, memory_order_release);
   }
-  struct swarm_thread *t = &chunk[idx & (DESC_CHUNK - 1)];
+  struct swarm_thread *t = &base[idx];
   t->index = idx;
   t->kind = THREAD_USER;
   t->pinned_worker = -1;
-  atomic_init(&t->control, ((uint64_t)1 << 32) | (uint64_t)idx << CTL_INDEX_SHIFT);
+  atomic_store_explicit(&t->control,
+                        ((uint64_t)1 << 32) | (uint64_t)idx << CTL_INDEX_SHIFT,
+                        memory_order_release);
   atomic_store_explicit(&swarm_desc_next_index, idx + 1, memory_order_release);
   return t;
 }
@@ -166,8 +169,8 @@ static bool join_commit(struct swarm_thread *self, void *arg) {
 
 static __attribute__((noinline)) int join_general(swarm_thread_t h,
                                                   void **result) {
-  struct swarm_thread *t = desc_lookup(h);
-  if (!t || (h & CTL_FLAGS))
+  struct swarm_thread *t = desc_lookup_checked(h);
+  if (!t)
     return ESRCH;
   uint32_t gen = (uint32_t)(h >> 32);
   struct worker *w = worker_current();
@@ -212,8 +215,8 @@ static __attribute__((noinline)) int join_general(swarm_thread_t h,
 }
 
 int swarm_detach(swarm_thread_t h) {
-  struct swarm_thread *t = desc_lookup(h);
-  if (!t || (h & CTL_FLAGS))
+  struct swarm_thread *t = desc_lookup_checked(h);
+  if (!t)
     return ESRCH;
   uint32_t gen = (uint32_t)(h >> 32);
   uint64_t c = atomic_load_explicit(&t->control, memory_order_acquire);
@@ -240,8 +243,7 @@ int swarm_join(swarm_thread_t h, void **result) {
   struct swarm_thread *t = desc_lookup(h);
   if (likely(t)) {
     uint64_t c = atomic_load_explicit(&t->control, memory_order_acquire);
-    /* == h + EXITED only for h with no flag bits: the handle, exactly. */
-    if (likely(c == h + CTL_EXITED)) {
+    if (likely(c == h + CTL_EXITED) && likely(!(h & CTL_FLAGS))) {
       void *r = t->result;
       if (likely(atomic_compare_exchange_strong_explicit(
               &t->control, &c, h + CTL_GEN_STEP, memory_order_relaxed,
