@@ -58,6 +58,15 @@ _Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),
  *   and reading back the fresh frame; start_generic.c implements it from the
  *   other two for back ends that do not.
  *
+ *   void *swarm_arch_spawn(void **save_sp, void *stack_top,
+ *                          void *(*fn)(void *), void *arg,
+ *                          void (*finish)(void *));
+ *
+ *   swarm_arch_start with no after step, for a fresh context that runs
+ *   finish(fn(arg)) (finish must not return) — the work-first spawn's fast
+ *   path, without an entry function in between. start_generic.c builds it
+ *   from swarm_arch_start, keeping fn, arg and finish at the stack's top.
+ *
  *   _Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),
  *                                    void *arg);
  *
@@ -89,5 +98,7 @@ void *swarm_arch_start(void **save_sp, void *stack_top,
                        void *arg);
 _Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),
                                  void *arg);
+void *swarm_arch_spawn(void **save_sp, void *stack_top, void *(*fn)(void *),
+                       void *arg, void (*finish)(void *));
 
 #endif

@@ -1,10 +1,37 @@
 /*
- * arch/start_generic.c — swarm_arch_start and swarm_arch_resume for back
- * ends that implement only swarm_arch_prepare and swarm_arch_switch
- * (aarch64.S, portable.c): prepare the fresh frame, then switch to it; switch
- * with a save slot nobody reads. x86_64.S has direct versions.
+ * arch/start_generic.c — swarm_arch_start, swarm_arch_spawn and
+ * swarm_arch_resume for back ends that implement only swarm_arch_prepare and
+ * swarm_arch_switch (aarch64.S, portable.c): prepare the fresh frame, then
+ * switch to it; switch with a save slot nobody reads. x86_64.S has direct
+ * versions.
  */
+#include <stdint.h>
+
 #include "arch/context.h"
+
+/* swarm_arch_spawn's fn, arg and finish, kept at the top of the fresh
+ * stack, above the frames of the context that reads them. */
+struct spawn_record {
+  void *(*fn)(void *);
+  void *arg;
+  void (*finish)(void *);
+  void *pad; /* 32 bytes: the stack below stays 16-byte aligned */
+};
+
+static void spawn_entry(void *transfer) {
+  struct spawn_record *r = transfer;
+  r->finish(r->fn(r->arg));
+  __builtin_unreachable();
+}
+
+void *swarm_arch_spawn(void **save_sp, void *stack_top, void *(*fn)(void *),
+                       void *arg, void (*finish)(void *)) {
+  struct spawn_record *r = (struct spawn_record *)stack_top - 1;
+  r->fn = fn;
+  r->arg = arg;
+  r->finish = finish;
+  return swarm_arch_start(save_sp, r, spawn_entry, 0, r);
+}
 
 void *swarm_arch_start(void **save_sp, void *stack_top,
                        void (*entry)(void *), void *(*after)(void *),

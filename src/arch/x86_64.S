@@ -93,18 +93,45 @@ swarm_arch_restore_internal:
 /* _Noreturn void swarm_arch_resume(void *new_sp (rdi),
  *                                  void *(*after)(void *) (rsi), void *arg (rdx))
  * swarm_arch_switch for a context that will never run again: nothing is
- * saved. The FP control now in force is read for the reload check. */
+ * saved. Without an after step (the exit's fast path), the FP control in
+ * force is stored just below the resumed frame (free space of a suspended
+ * stack) and compared there, field by field; with one, it is kept in
+ * ebx/ebp across the call as in swarm_arch_switch. */
 swarm_arch_resume:
         .cfi_startproc
+        testq   %rsi, %rsi
+        jnz     1f
+        movq    %rdi, %rsp
+        movq    %rdx, %rax
+        stmxcsr -8(%rsp)
+        movl    -8(%rsp), %ecx
+        xorl    (%rsp), %ecx
+        testl   $-64, %ecx          /* MXCSR control bits; flags ignored */
+        jnz     3f
+        fnstcw  -8(%rsp)
+        movzwl  -8(%rsp), %ecx
+        cmpw    4(%rsp), %cx
+        jne     3f
+2:
+        addq    $8, %rsp
+        popq    %r15
+        popq    %r14
+        popq    %r13
+        popq    %r12
+        popq    %rbx
+        popq    %rbp
+        ret
+3:
+        ldmxcsr (%rsp)
+        fldcw   4(%rsp)
+        jmp     2b
+1:
         subq    $8, %rsp
         stmxcsr (%rsp)
         fnstcw  4(%rsp)
         movl    (%rsp), %ebx        /* outgoing FP control, as in switch */
         movzwl  4(%rsp), %ebp
         movq    %rdi, %rsp
-        movq    %rdx, %rax
-        testq   %rsi, %rsi
-        jz      swarm_arch_restore_internal
         movq    %rdx, %rdi
         call    *%rsi
         jmp     swarm_arch_restore_internal
@@ -151,6 +178,34 @@ swarm_arch_start_entry:
         ud2                         /* entry must not return */
         .cfi_endproc
         .size   swarm_arch_start_entry, .-swarm_arch_start_entry
+
+        .globl  swarm_arch_spawn
+        .hidden swarm_arch_spawn
+        .type   swarm_arch_spawn, @function
+        .p2align 4
+/* void *swarm_arch_spawn(void **save_sp (rdi), void *stack_top (rsi),
+ *                        void *(*fn)(void *) (rdx), void *arg (rcx),
+ *                        void (*finish)(void *) (r8))
+ * swarm_arch_start without an after step, whose fresh context runs
+ * finish(fn(arg)) directly: no entry function in between. */
+swarm_arch_spawn:
+        .cfi_startproc
+        SAVE_CONTEXT
+        movq    %rsp, (%rdi)        /* published last (PUBLISH_LAST) */
+        movq    %rsi, %rsp          /* the fresh stack; 16-byte aligned */
+        /* From here on this is the bottom frame of the new context: its
+         * return address is undefined, so unwinders stop here, as at
+         * swarm_arch_start_entry. */
+        .cfi_undefined rip
+        movq    %r8, %r12           /* finish survives the call of fn */
+        movq    %rcx, %rdi
+        xorl    %ebp, %ebp          /* frame-pointer walks end here too */
+        call    *%rdx
+        movq    %rax, %rdi
+        call    *%r12
+        ud2                         /* finish must not return */
+        .cfi_endproc
+        .size   swarm_arch_spawn, .-swarm_arch_spawn
 
         .globl  swarm_arch_prepare
         .hidden swarm_arch_prepare

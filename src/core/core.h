@@ -141,7 +141,7 @@ struct cache_list {
 };
 
 struct worker_stats { /* written by the owner only */
-  uint64_t run;
+  uint64_t run; /* resumes; a thread's first run is in stat_spawned_pub */
   uint64_t steals_tried;
   uint64_t steals_ok;
   uint64_t parks;

@@ -218,8 +218,11 @@ static bool monitor_tick(const struct swarm_io_hooks *io, uint64_t now) {
       continue;
     if (io && !spare && io->poll_stale(w, now, MONITOR_IO_STALE_NS) > 0)
       busy = io_readied = true;
-    /* stats.run: written by the owner only, read here approximately. */
-    uint64_t run = __atomic_load_n(&w->stats.run, __ATOMIC_RELAXED);
+    /* stats.run (resumes) and spawns (first runs): written by the owner
+     * only, read here approximately. */
+    uint64_t run = __atomic_load_n(&w->stats.run, __ATOMIC_RELAXED) +
+                   atomic_load_explicit(&w->stat_spawned_pub,
+                                        memory_order_relaxed);
     bool awake = spare || !atomic_load(&w->sleeping);
     if (awake && run == w->monitor_seen_run) {
       if (w->monitor_stalled < UINT32_MAX)

@@ -418,8 +418,10 @@ static void *after_main_exit_traced(void *arg) {
 
 /* ---- thread start and exit ---- */
 
-_Noreturn static void user_thread_finish(struct swarm_thread *t, void *result);
+_Noreturn static void user_thread_exit(void *result);
 
+/* Where a thread made by swarm_spawn starts when it is not started by
+ * swarm_arch_spawn (an after step, a spawn from a non-worker, ASan). */
 static void thread_entry(void *transfer) {
 #ifdef SWARM_ASAN
   __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
@@ -427,7 +429,7 @@ static void thread_entry(void *transfer) {
   struct worker *w = transfer;
   struct swarm_thread *t = w->current;
   os_errno_set(0);
-  user_thread_finish(t, t->fn(t->arg));
+  user_thread_exit(t->fn(t->arg));
 }
 
 static bool all_threads_exited(void) {
@@ -470,46 +472,89 @@ static inline bool thread_has_exit_work(struct swarm_thread *t) {
 
 /* A joiner is parked on t (WAITER) or t is detached: ready the joiner, or
  * retire the descriptor. */
-static __attribute__((noinline)) void exit_notify(struct worker *w,
-                                                  struct swarm_thread *t,
-                                                  uint64_t old) {
+static void exit_notify(struct worker *w, struct swarm_thread *t,
+                        uint64_t old) {
   if (old & CTL_WAITER)
     ready_joiner(w, t->joiner);
   else
     desc_release(w, t);
 }
 
-/* Publishes t's exit with its result. After this the descriptor may be
- * released by a joiner at any moment, so it is not touched again unless
- * WAITER says a joiner is parked (and cannot release it before we ready
- * it). EXITED is set once, so an add is the or; it needs no CAS loop. */
-static inline __attribute__((always_inline)) void
-exit_publish(struct worker *w, struct swarm_thread *t, void *result) {
+/* Publishes t's exit with its result and returns the control word before.
+ * After this the descriptor may be released by a joiner at any moment, so
+ * it is not touched again unless WAITER says a joiner is parked (and cannot
+ * release it before we ready it). EXITED is set once, so an add is the or;
+ * it needs no CAS loop. */
+static inline uint64_t exit_publish(struct swarm_thread *t, void *result) {
   t->result = result;
-  uint64_t old =
-      atomic_fetch_add_explicit(&t->control, CTL_EXITED, memory_order_acq_rel);
-  if (unlikely(old & (CTL_WAITER | CTL_DETACHED)))
-    exit_notify(w, t, old);
+  return atomic_fetch_add_explicit(&t->control, CTL_EXITED,
+                                   memory_order_acq_rel);
 }
 
-/* The end of every thread made by swarm_spawn (thread_entry, swarm_exit). */
+/* The exit's last step, the general way: `next` is what the deque gave
+ * (NULL: look in the ready queue), any stack (the after step releases it
+ * once we are off it). */
 _Noreturn static __attribute__((noinline)) void
-user_thread_finish(struct swarm_thread *t, void *result) {
-  if (unlikely(thread_has_exit_work(t)))
-    thread_exit_work(t);
-  struct worker *w = worker_current();
-  struct stack_ref dead = t->stack;
-  exit_publish(w, t, result);
-  counter_inc(&w->stat_exited_pub);
-  struct swarm_thread *next = local_next(w);
-  /* With the plain steps (after_exit NULL), the stack goes back to the
-   * cache now, while we still run on it (stack_release_running); only a
-   * stack that must leave the cache waits for the after step. */
+exit_switch_slow(struct worker *w, struct stack_ref dead,
+                 struct swarm_thread *next) {
+  if (!next && queue_count(&w->queue) != 0)
+    next = ready_queue_pop(&w->queue, false);
   void *(*after)(void *) = w->after_exit;
-  if (likely(!after) && likely(stack_release_running(w, dead)))
+  if (!after && stack_release_running(w, dead))
     resume_next(w, next, NULL);
   w->dead_stack = dead;
   resume_next(w, next, after ? after : after_release_stack);
+}
+
+/* The exit's last step: count it, leave for the next local thread. The
+ * common case (a thread in the deque, the plain steps, a cached stack)
+ * makes no call but the switch, so the exit path keeps nothing in
+ * callee-saved registers; the rest is exit_switch_slow. With the plain
+ * steps (after_exit NULL) the stack goes back to the cache now, while we
+ * still run on it (stack_release_running). */
+_Noreturn static inline __attribute__((always_inline)) void
+exit_switch(struct worker *w, struct stack_ref dead) {
+  counter_inc(&w->stat_exited_pub);
+  struct swarm_thread *next = deque_take(&w->deque);
+  if (likely(next) && likely(!w->after_exit) &&
+      likely(stack_release_running(w, dead)))
+    resume_next(w, next, NULL);
+  exit_switch_slow(w, dead, next);
+}
+
+/* A published exit with a joiner to wake or a detached descriptor to
+ * release (WAITER/DETACHED keep t ours until then: see exit_publish). */
+_Noreturn static __attribute__((noinline)) void
+exit_notify_switch(struct worker *w, struct swarm_thread *t, uint64_t old,
+                   struct stack_ref dead) {
+  exit_notify(w, t, old);
+  exit_switch(w, dead);
+}
+
+/* user_thread_exit for a thread with exit work (the hook may block). */
+_Noreturn static __attribute__((noinline)) void
+user_thread_exit_slow(struct swarm_thread *t, void *result) {
+  thread_exit_work(t);
+  struct worker *w = worker_current(); /* the hook may have moved us */
+  struct stack_ref dead = t->stack;
+  uint64_t old = exit_publish(t, result);
+  if (old & (CTL_WAITER | CTL_DETACHED))
+    exit_notify_switch(w, t, old, dead);
+  exit_switch(w, dead);
+}
+
+/* The end of every thread made by swarm_spawn (swarm_arch_spawn calls it
+ * with fn's result; thread_entry, swarm_exit). */
+_Noreturn static __attribute__((noinline)) void user_thread_exit(void *result) {
+  struct worker *w = worker_current();
+  struct swarm_thread *t = w->current;
+  if (unlikely(thread_has_exit_work(t)))
+    user_thread_exit_slow(t, result);
+  struct stack_ref dead = t->stack;
+  uint64_t old = exit_publish(t, result);
+  if (unlikely(old & (CTL_WAITER | CTL_DETACHED)))
+    exit_notify_switch(w, t, old, dead);
+  exit_switch(w, dead);
 }
 
 /* The main flow ends (swarm_exit from main): its kernel thread's stack is
@@ -520,7 +565,9 @@ _Noreturn static void main_thread_finish(struct swarm_thread *t,
     thread_exit_work(t);
   struct worker *w = worker_current();
   atomic_store_explicit(&swarm_rt.main_exited, true, memory_order_release);
-  exit_publish(w, t, result);
+  uint64_t old = exit_publish(t, result);
+  if (old & (CTL_WAITER | CTL_DETACHED))
+    exit_notify(w, t, old);
   resume_next(w, local_next(w), swarm_rt.after_main_exit);
 }
 
@@ -536,7 +583,7 @@ _Noreturn void swarm_exit(void *result) {
   struct swarm_thread *t = w->current;
   if (t->kind == THREAD_MAIN)
     main_thread_finish(t, result);
-  user_thread_finish(t, result);
+  user_thread_exit(result);
 }
 
 /* ---- spawn ---- */
@@ -623,19 +670,25 @@ static inline __attribute__((always_inline)) int spawn_here(struct worker *w, sw
     *out = desc_handle_free(t);
   counter_inc(&w->stat_spawned_pub);
   struct swarm_thread *parent = w->current;
-  parent->saved_errno = os_errno_get();
+  parent->saved_errno = os_errno_take(); /* the child starts with 0 */
   void *(*after)(void *) = w->after_spawn;
   if (likely(!after))
     after = push_parent_early(w, parent);
-  w->handoff = parent; /* for an after step */
-  w->current = t;
-  w->stats.run++;
+  w->current = t; /* its first run is counted by stat_spawned_pub */
 #ifdef SWARM_ASAN
   void *fake = NULL;
   __sanitizer_start_switch_fiber(&fake, t->stack.lo, t->stack.size);
+#else
+  if (likely(!after)) /* fn runs straight on the fresh stack */
+    w = swarm_arch_spawn(&parent->sp, thread_stack_top(t->stack), fn, arg,
+                         user_thread_exit);
+  else
 #endif
-  w = swarm_arch_start(&parent->sp, thread_stack_top(t->stack), thread_entry,
-                       after, w);
+  {
+    w->handoff = parent; /* for the after step */
+    w = swarm_arch_start(&parent->sp, thread_stack_top(t->stack),
+                         thread_entry, after, w);
+  }
 #ifdef SWARM_ASAN
   __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
@@ -1132,7 +1185,7 @@ int swarm_init(const swarm_config_t *config) {
   w0->tid = (int)syscall(SYS_gettid); /* the monitor reads its state */
   w0->current = main_t;
   /* Plain steps: NULL where the work is done before the switch (spawn_here,
-   * user_thread_finish), which needs SWARM_ARCH_PUBLISH_LAST for the spawn and a
+   * exit_switch), which needs SWARM_ARCH_PUBLISH_LAST for the spawn and a
    * build without ASan for the exit (stack_release_running). */
   static const struct trace_steps plain = {
 #ifdef SWARM_ARCH_PUBLISH_LAST

@@ -13,7 +13,9 @@
 static void worker_counters(struct worker *w, swarm_stats_t *s) {
   s->threads_spawned = atomic_load_explicit(&w->stat_spawned_pub,
                                             memory_order_relaxed);
-  s->threads_run = __atomic_load_n(&w->stats.run, __ATOMIC_RELAXED);
+  /* A work-first spawn runs its child at once without counting a run. */
+  s->threads_run = __atomic_load_n(&w->stats.run, __ATOMIC_RELAXED) +
+                   s->threads_spawned;
   s->steals_tried = __atomic_load_n(&w->stats.steals_tried, __ATOMIC_RELAXED);
   s->steals_succeeded = __atomic_load_n(&w->stats.steals_ok, __ATOMIC_RELAXED);
   s->parks = __atomic_load_n(&w->stats.parks, __ATOMIC_RELAXED);

@@ -114,6 +114,26 @@ static inline int os_errno_get(void) {
   return *os_errno_location();
 #endif
 }
+/* errno's value, leaving 0 in its place. */
+static inline int os_errno_take(void) {
+#if defined(__x86_64__) && defined(SWARM_BUILDING_LIBRARY)
+  int v;
+  intptr_t off;
+  __asm__ volatile("movq os_errno_offset(%%rip), %1\n\t"
+                   "movl %%fs:(%1), %0\n\t"
+                   "movl $0, %%fs:(%1)"
+                   : "=&r"(v), "=&r"(off)
+                   :
+                   : "memory");
+  return v;
+#else
+  int *e = os_errno_location();
+  int v = *e;
+  *e = 0;
+  return v;
+#endif
+}
+
 static inline void os_errno_set(int v) {
 #if defined(__x86_64__) && defined(SWARM_BUILDING_LIBRARY)
   intptr_t off;
