@@ -109,6 +109,18 @@ int main(void) {
   CHECK_EQ((long)r, 42);
   CHECK_EQ(swarm_join(t, NULL), ESRCH);
   CHECK_EQ(swarm_detach(t), ESRCH);
+  /* a live, exited handle with any bit of its low word altered names no
+   * thread (flag bits, bit 31), and the real handle still joins after */
+  swarm_thread_t t3;
+  CHECK_EQ(swarm_spawn(&t3, NULL, ret_arg, (void *)5), 0);
+  swarm_yield(); /* let it exit if it has not */
+  for (int bit = 0; bit < 7; bit++)
+    CHECK_EQ(swarm_join(t3 | (1ull << bit), NULL), ESRCH);
+  CHECK_EQ(swarm_join(t3 | (1ull << 31), NULL), ESRCH);
+  CHECK_EQ(swarm_detach(t3 | (1ull << 31)), ESRCH);
+  CHECK_EQ(swarm_join(t3 ^ (1ull << 32), NULL), ESRCH); /* even generation */
+  CHECK_EQ(swarm_join(t3, &r), 0);
+  CHECK_EQ((long)r, 5);
   /* the descriptor is reused by the next thread; the old handle stays dead */
   swarm_thread_t t2;
   CHECK_EQ(swarm_spawn(&t2, NULL, ret_arg, (void *)7), 0);

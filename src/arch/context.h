@@ -74,6 +74,11 @@ _Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),
  *   thread that exits): nothing of it is saved. start_generic.c implements
  *   it as a switch with a scratch save slot.
  *
+ *   _Noreturn void swarm_arch_resume_plain(void *new_sp, void *arg);
+ *
+ *   swarm_arch_resume(new_sp, NULL, arg), without testing for an after
+ *   step (the exit's fast path).
+ *
  * All are called with the stack 16-byte aligned as the ABI says;
  * stack_top must be 16-byte aligned.
  *
@@ -98,6 +103,7 @@ void *swarm_arch_start(void **save_sp, void *stack_top,
                        void *arg);
 _Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),
                                  void *arg);
+_Noreturn void swarm_arch_resume_plain(void *new_sp, void *arg);
 void *swarm_arch_spawn(void **save_sp, void *stack_top, void *(*fn)(void *),
                        void *arg, void (*finish)(void *));
 

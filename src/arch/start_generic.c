@@ -40,6 +40,10 @@ void *swarm_arch_start(void **save_sp, void *stack_top,
                            after, arg);
 }
 
+_Noreturn void swarm_arch_resume_plain(void *new_sp, void *arg) {
+  swarm_arch_resume(new_sp, 0, arg);
+}
+
 _Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),
                                  void *arg) {
   void *scratch;

@@ -101,8 +101,14 @@ swarm_arch_resume:
         .cfi_startproc
         testq   %rsi, %rsi
         jnz     1f
+        movq    %rdx, %rsi
+/* _Noreturn void swarm_arch_resume_plain(void *new_sp (rdi), void *arg (rsi))
+ * swarm_arch_resume(new_sp, NULL, arg). */
+        .globl  swarm_arch_resume_plain
+        .hidden swarm_arch_resume_plain
+swarm_arch_resume_plain:
         movq    %rdi, %rsp
-        movq    %rdx, %rax
+        movq    %rsi, %rax
         stmxcsr -8(%rsp)
         movl    -8(%rsp), %ecx
         xorl    (%rsp), %ecx

@@ -70,8 +70,9 @@ enum thread_kind {
   THREAD_EXTERNAL = 2, /* a kernel thread that is not a worker */
 };
 
-/* thread.control: generation (bits 63..32) | table index (31..8) | state
- * flags (7..0). A handle is the control word of a live thread with its flags
+/* thread.control: generation (bits 63..32) | table index (30..7) | state
+ * flags (6..0). A descriptor is 128 bytes, so the low 32 bits of a handle
+ * with the flags masked off are its byte offset in the region. A handle is the control word of a live thread with its flags
  * cleared, so spawn copies it out in one load. Generations are odd and a
  * release adds 2 (wrapping from 0xffffffff to 1), so no handle is ever 0 and
  * a never-used table slot (all zero) matches none. */
@@ -80,8 +81,8 @@ enum thread_kind {
 #define CTL_CLAIMED ((uint64_t)1 << 2)  /* a joiner has claimed it */
 #define CTL_WAITER ((uint64_t)1 << 3)   /* the joiner is parked on it */
 #define CTL_SPECIAL ((uint64_t)1 << 4) /* MAIN or EXTERNAL: see desc_release */
-#define CTL_FLAGS ((uint64_t)0xffu)
-#define CTL_INDEX_SHIFT 8
+#define CTL_FLAGS ((uint64_t)0x7fu)
+#define CTL_INDEX_SHIFT 7
 #define CTL_GEN_STEP ((uint64_t)2 << 32)
 #define CTL_GEN(c) ((uint32_t)((c) >> 32))
 
@@ -105,6 +106,8 @@ struct swarm_thread {
   void *asan_fake_stack;
 #endif
 } __attribute__((aligned(64)));
+_Static_assert(sizeof(struct swarm_thread) == 1u << CTL_INDEX_SHIFT,
+               "a descriptor's size is its handle's index unit (CTL_INDEX_SHIFT)");
 
 /* Upper layers claim a slot index for per-thread data (keys, errno, ...). */
 enum { SLOT_SYNC = 0, SLOT_PTHREAD = 1 }; /* add one: also thread_has_exit_work */
@@ -176,6 +179,10 @@ struct worker {
    * tracing off adds no instruction to spawn, exit or park. */
   void *(*after_spawn)(void *); /* push the parent (after_push_parent) */
   void *(*after_exit)(void *);  /* release the dead stack */
+  /* The stack size an exiting thread puts into the cache itself
+   * (stack_release_running): the default size when after_exit is NULL,
+   * else 0, which no stack has. One compare on the exit path. */
+  size_t exit_cache_size;
   void *(*after_park)(void *);  /* run the park commit */
   struct trace_buf *trace;      /* NULL when tracing is off */
   struct worker_stats stats;
@@ -369,9 +376,24 @@ void ready_queue_push(struct ready_queue *q, struct swarm_thread *t);
 struct swarm_thread *ready_queue_pop(struct ready_queue *q, bool unpinned_only);
 void worker_wake(struct worker *w);
 
+/* A cache's count, owner-only: compared and advanced in memory. Compilers
+ * keep a load, add and store around the compare otherwise (two more
+ * instructions on the exit and join paths). */
+static inline bool cache_count_below(const uint32_t *count, uint32_t max) {
+  return *(const volatile uint32_t *)count < max;
+}
+static inline void cache_count_inc(uint32_t *count) {
+#if defined(__x86_64__)
+  __asm__("addl $1, %0" : "+m"(*count));
+#else
+  (*count)++;
+#endif
+}
+
 /* ---- descriptor and stack caches: inline fast paths; the cold halves
  * (refill, spill, mapping) are in thread.c and stack.c ---- */
 #define DESC_MAX ((uint32_t)1 << 24) /* the 24 index bits of a handle */
+#define CTL_INDEX_MASK ((DESC_MAX - 1) << CTL_INDEX_SHIFT) /* bits 30..7 */
 #define DESC_CACHE_MAX 256
 #define STACK_CACHE_MAX 64
 
@@ -408,10 +430,10 @@ static inline struct swarm_thread *desc_alloc(struct worker *w) {
 /* Puts t, already retired (a new generation, no flags), into w's cache
  * (w may be NULL). */
 static inline void desc_cache_put(struct worker *w, struct swarm_thread *t) {
-  if (likely(w && w->descs.count < DESC_CACHE_MAX)) {
+  if (likely(w && cache_count_below(&w->descs.count, DESC_CACHE_MAX))) {
     t->next = w->descs.head;
     w->descs.head = t;
-    w->descs.count++;
+    cache_count_inc(&w->descs.count);
     return;
   }
   desc_release_slow(w, t);
@@ -437,13 +459,14 @@ static inline struct swarm_thread *desc_lookup(swarm_thread_t h) {
       atomic_load_explicit(&swarm_desc_region, memory_order_acquire);
   if (unlikely(!base))
     return NULL;
-  return &base[(uint32_t)h >> CTL_INDEX_SHIFT];
+  /* The index bits only (bit 31 of a bogus handle would leave the region). */
+  return (struct swarm_thread *)((char *)base + ((uint32_t)h & CTL_INDEX_MASK));
 }
 
 /* desc_lookup for paths that then compare only the generation: NULL also
  * for a value that cannot be a handle (flag bits, an even generation). */
 static inline struct swarm_thread *desc_lookup_checked(swarm_thread_t h) {
-  if ((h & CTL_FLAGS) || !((h >> 32) & 1))
+  if ((uint32_t)h & ~CTL_INDEX_MASK || !((h >> 32) & 1))
     return NULL;
   return desc_lookup(h);
 }
@@ -491,16 +514,16 @@ static inline int stack_alloc(struct worker *w, size_t size,
 }
 
 /* Puts the stack the calling thread is exiting from into w's cache, if it
- * fits there; false if not (then it must be released once the thread is off
- * it). Safe while still running on s: the link is in the reserved top bytes,
+ * fits there and w's steps allow it (worker.exit_cache_size); false if not
+ * (then it must be released once the thread is off it). Safe while still running on s: the link is in the reserved top bytes,
  * and only w takes stacks from its cache. Not in ASan builds, which unpoison
  * a released stack (stack_release). */
 static inline bool stack_release_running(struct worker *w, struct stack_ref s) {
-  if (likely(s.size == swarm_rt.default_stack &&
-             w->stacks.count < STACK_CACHE_MAX)) {
+  if (likely(s.size == w->exit_cache_size &&
+             cache_count_below(&w->stacks.count, STACK_CACHE_MAX))) {
     *stack_link(s.lo, s.size) = w->stacks.head;
     w->stacks.head = s.lo;
-    w->stacks.count++;
+    cache_count_inc(&w->stacks.count);
     return true;
   }
   return false;

@@ -27,6 +27,8 @@ int deque_init(struct deque *d, int64_t capacity) {
   atomic_init(&d->top, 0);
   atomic_init(&d->bottom, 0);
   atomic_init(&d->array, a);
+  d->items = a->items;
+  d->mask = a->mask;
   d->retired = NULL;
   return 0;
 }
@@ -57,6 +59,8 @@ bool deque_grow_and_push(struct deque *d, void *item) {
    * array stays readable for thieves that loaded it before this store; an
    * item they read from it is the same item, and their CAS on top decides. */
   atomic_store_explicit(&d->array, a, memory_order_release);
+  d->items = a->items;
+  d->mask = a->mask;
   old->retired_next = d->retired;
   d->retired = old;
   return deque_try_push(d, item) != 0;

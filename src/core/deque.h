@@ -6,7 +6,8 @@
  * locks; thieves take from the top with one CAS.
  *
  * Invariants:
- *  - Only the owner writes `bottom` and `array`; thieves write only `top`
+ *  - Only the owner writes `bottom`, `array` and its copies `items` and `mask`
+ *    (which only the owner reads); thieves write only `top`
  *    (by CAS). top <= bottom + 1 at all times; the items are [top, bottom).
  *  - The array grows (doubles) when full; MassiveThreads aborts at 131,072
  *    entries, we never do while memory lasts. A grown-out array may still be
@@ -36,7 +37,11 @@ struct deque {
   _Atomic int64_t bottom;
   _Atomic(struct deque_array *) array;
   struct deque_array *retired; /* arrays replaced by growth, owner-only */
-  char pad_bottom[64 - sizeof(int64_t) - 2 * sizeof(void *)];
+  /* Owner-only copies of array->items and array->mask: push and take index
+   * them without going through the array header. */
+  _Atomic(void *) *items;
+  int64_t mask;
+  char pad_bottom[64 - sizeof(int64_t) - 4 * sizeof(void *)];
 };
 
 #define DEQUE_ABORT ((void *)1)
@@ -59,11 +64,10 @@ deque_try_push(struct deque *d, void *item) {
   /* acquire: pairs with the thieves' CAS on top, so a slot they emptied is
    * really free before we overwrite it. */
   int64_t t = atomic_load_explicit(&d->top, memory_order_acquire);
-  struct deque_array *a =
-      atomic_load_explicit(&d->array, memory_order_relaxed);
-  if (__builtin_expect(b - t > a->mask, 0))
+  int64_t mask = d->mask;
+  if (__builtin_expect(b > t + mask, 0)) /* full: b - t == capacity */
     return 0;
-  atomic_store_explicit(&a->items[b & a->mask], item, memory_order_relaxed);
+  atomic_store_explicit(&d->items[b & mask], item, memory_order_relaxed);
   /* release: a thief that sees the new bottom also sees the item. */
   atomic_thread_fence(memory_order_release);
   atomic_store_explicit(&d->bottom, b + 1, memory_order_relaxed);
@@ -83,8 +87,6 @@ static inline __attribute__((always_inline)) int deque_push(struct deque *d,
 /* Owner: take the most recently pushed item, or NULL when empty. */
 static inline __attribute__((always_inline)) void *deque_take(struct deque *d) {
   int64_t b = atomic_load_explicit(&d->bottom, memory_order_relaxed) - 1;
-  struct deque_array *a =
-      atomic_load_explicit(&d->array, memory_order_relaxed);
   atomic_store_explicit(&d->bottom, b, memory_order_relaxed);
   /* seq_cst fence: the store to bottom must be visible before we read top,
    * or a thief and we could both take the last item (store-load order; the
@@ -93,7 +95,7 @@ static inline __attribute__((always_inline)) void *deque_take(struct deque *d) {
   int64_t t = atomic_load_explicit(&d->top, memory_order_relaxed);
   void *item = NULL;
   if (t <= b) {
-    item = atomic_load_explicit(&a->items[b & a->mask], memory_order_relaxed);
+    item = atomic_load_explicit(&d->items[b & d->mask], memory_order_relaxed);
     if (t == b) {
       /* Last item: race the thieves for it with the same CAS they use. */
       if (!atomic_compare_exchange_strong_explicit(

@@ -190,7 +190,26 @@ _Noreturn static inline __attribute__((always_inline)) void resume_next(struct w
   stack_bounds_of(w, next, &lo, &size);
   __sanitizer_start_switch_fiber(NULL, lo, size); /* this fiber ends */
 #endif
+  if (__builtin_constant_p(after == NULL) && after == NULL)
+    swarm_arch_resume_plain(sp, w);
   swarm_arch_resume(sp, after, w);
+}
+
+/* The exit's fast resume, as a tail call. The functions of the exit path
+ * are not declared _Noreturn and end in calls in tail position, so GCC
+ * makes them jumps: no frame, no stack alignment, nothing saved (it keeps
+ * calls to _Noreturn functions as calls, for backtraces). They never
+ * return all the same; their callers say so with __builtin_unreachable. */
+void swarm_arch_resume_plain_tail(void *new_sp, void *arg)
+    __asm__("swarm_arch_resume_plain") __attribute__((visibility("hidden")));
+
+static inline __attribute__((always_inline)) void
+resume_plain_tail(struct worker *w, struct swarm_thread *next) {
+#ifdef SWARM_ASAN
+  resume_next(w, next, NULL);
+#else
+  swarm_arch_resume_plain_tail(enter_next(w, next), w);
+#endif
 }
 
 /* ---- ready queues ---- */
@@ -418,7 +437,7 @@ static void *after_main_exit_traced(void *arg) {
 
 /* ---- thread start and exit ---- */
 
-_Noreturn static void user_thread_exit(void *result);
+static void user_thread_exit(void *result);
 
 /* Where a thread made by swarm_spawn starts when it is not started by
  * swarm_arch_spawn (an after step, a spawn from a non-worker, ASan). */
@@ -430,6 +449,7 @@ static void thread_entry(void *transfer) {
   struct swarm_thread *t = w->current;
   os_errno_set(0);
   user_thread_exit(t->fn(t->arg));
+  __builtin_unreachable();
 }
 
 static bool all_threads_exited(void) {
@@ -494,13 +514,13 @@ static inline uint64_t exit_publish(struct swarm_thread *t, void *result) {
 /* The exit's last step, the general way: `next` is what the deque gave
  * (NULL: look in the ready queue), any stack (the after step releases it
  * once we are off it). */
-_Noreturn static __attribute__((noinline)) void
+static __attribute__((noinline)) void
 exit_switch_slow(struct worker *w, struct stack_ref dead,
                  struct swarm_thread *next) {
   if (!next && queue_count(&w->queue) != 0)
     next = ready_queue_pop(&w->queue, false);
   void *(*after)(void *) = w->after_exit;
-  if (!after && stack_release_running(w, dead))
+  if (stack_release_running(w, dead))
     resume_next(w, next, NULL);
   w->dead_stack = dead;
   resume_next(w, next, after ? after : after_release_stack);
@@ -512,48 +532,57 @@ exit_switch_slow(struct worker *w, struct stack_ref dead,
  * callee-saved registers; the rest is exit_switch_slow. With the plain
  * steps (after_exit NULL) the stack goes back to the cache now, while we
  * still run on it (stack_release_running). */
-_Noreturn static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) void
 exit_switch(struct worker *w, struct stack_ref dead) {
   counter_inc(&w->stat_exited_pub);
   struct swarm_thread *next = deque_take(&w->deque);
-  if (likely(next) && likely(!w->after_exit) &&
-      likely(stack_release_running(w, dead)))
-    resume_next(w, next, NULL);
+  if (likely(next) && likely(stack_release_running(w, dead))) {
+    resume_plain_tail(w, next);
+    return;
+  }
   exit_switch_slow(w, dead, next);
 }
 
 /* A published exit with a joiner to wake or a detached descriptor to
- * release (WAITER/DETACHED keep t ours until then: see exit_publish). */
-_Noreturn static __attribute__((noinline)) void
-exit_notify_switch(struct worker *w, struct swarm_thread *t, uint64_t old,
-                   struct stack_ref dead) {
+ * release. WAITER/DETACHED keep t ours until then (see exit_publish), so
+ * its stack can still be read here, before exit_notify lets it go. */
+static __attribute__((noinline)) void
+exit_notify_switch(struct worker *w, struct swarm_thread *t, uint64_t old) {
+  struct stack_ref dead = t->stack;
   exit_notify(w, t, old);
   exit_switch(w, dead);
 }
 
 /* user_thread_exit for a thread with exit work (the hook may block). */
-_Noreturn static __attribute__((noinline)) void
+static __attribute__((noinline)) void
 user_thread_exit_slow(struct swarm_thread *t, void *result) {
   thread_exit_work(t);
   struct worker *w = worker_current(); /* the hook may have moved us */
   struct stack_ref dead = t->stack;
   uint64_t old = exit_publish(t, result);
-  if (old & (CTL_WAITER | CTL_DETACHED))
-    exit_notify_switch(w, t, old, dead);
+  if (old & (CTL_WAITER | CTL_DETACHED)) {
+    exit_notify_switch(w, t, old);
+    return;
+  }
   exit_switch(w, dead);
 }
 
 /* The end of every thread made by swarm_spawn (swarm_arch_spawn calls it
- * with fn's result; thread_entry, swarm_exit). */
-_Noreturn static __attribute__((noinline)) void user_thread_exit(void *result) {
+ * with fn's result; thread_entry, swarm_exit). Never returns (see
+ * resume_plain_tail for why it is not declared so). */
+static __attribute__((noinline)) void user_thread_exit(void *result) {
   struct worker *w = worker_current();
   struct swarm_thread *t = w->current;
-  if (unlikely(thread_has_exit_work(t)))
+  if (unlikely(thread_has_exit_work(t))) {
     user_thread_exit_slow(t, result);
+    return;
+  }
   struct stack_ref dead = t->stack;
   uint64_t old = exit_publish(t, result);
-  if (unlikely(old & (CTL_WAITER | CTL_DETACHED)))
-    exit_notify_switch(w, t, old, dead);
+  if (unlikely(old & (CTL_WAITER | CTL_DETACHED))) {
+    exit_notify_switch(w, t, old);
+    return;
+  }
   exit_switch(w, dead);
 }
 
@@ -584,6 +613,7 @@ _Noreturn void swarm_exit(void *result) {
   if (t->kind == THREAD_MAIN)
     main_thread_finish(t, result);
   user_thread_exit(result);
+  __builtin_unreachable();
 }
 
 /* ---- spawn ---- */

@@ -537,6 +537,7 @@ static void set_steps(const struct trace_steps *s) {
     struct worker *w = &swarm_rt.workers[i];
     w->after_spawn = s->after_spawn;
     w->after_exit = s->after_exit;
+    w->exit_cache_size = s->after_exit ? 0 : swarm_rt.default_stack;
     w->after_park = s->after_park;
   }
 }
