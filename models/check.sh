@@ -51,5 +51,13 @@ run park_ready.pml fail -DCOMMIT_BEFORE_SAVE
 # Without the waker's fence the wake-up is lost: the fence is needed.
 run park_ready.pml fail -DNO_WAKER_FENCE
 
+# The spawn fast path pushes the parent before its switch; thieves wait for
+# the saved sp (sched.c: push_parent_early, thread_wait_saved).
+run early_push.pml pass
+run early_push.pml fail -DNO_WAIT
+run early_push.pml fail -DPUBLISH_EARLY
+run early_push.pml fail -DNO_RELEASE
+run early_push.pml fail -DWRITE_AFTER
+
 [ $fail = 0 ] && echo "check-models: all models behave as expected"
 exit $fail
