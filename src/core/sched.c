@@ -880,8 +880,13 @@ void swarm_yield(void) {
  * before switching away from it (spawn_here): wait until its context is
  * saved. The window is a few instructions of the owner's switch. */
 static inline void thread_wait_saved(struct swarm_thread *t) {
-  while (unlikely(!__atomic_load_n(&t->sp, __ATOMIC_ACQUIRE)))
-    os_cpu_relax();
+  for (unsigned spins = 0;
+       unlikely(!__atomic_load_n(&t->sp, __ATOMIC_ACQUIRE)); spins++) {
+    if (spins < 1024)
+      os_cpu_relax();
+    else /* the owner was preempted inside that window: let it run */
+      sched_yield();
+  }
 }
 
 static struct swarm_thread *steal_round(struct worker *w) {
