@@ -70,40 +70,14 @@ swarm_arch_restore_internal:
         movzwl  4(%rsp), %ecx
         cmpl    %ebp, %ecx
         jne     3f
-2:
-        addq    $8, %rsp
-        popq    %r15
-        popq    %r14
-        popq    %r13
-        popq    %r12
-        popq    %rbx
-        popq    %rbp
-        ret
-3:
-        ldmxcsr (%rsp)
-        fldcw   4(%rsp)
-        jmp     2b
-        .cfi_endproc
-        .size   swarm_arch_switch, .-swarm_arch_switch
+        jmp     2f
 
-        .globl  swarm_arch_resume
-        .hidden swarm_arch_resume
-        .type   swarm_arch_resume, @function
-        .p2align 4
-/* _Noreturn void swarm_arch_resume(void *new_sp (rdi),
- *                                  void *(*after)(void *) (rsi), void *arg (rdx))
- * swarm_arch_switch for a context that will never run again: nothing is
- * saved. Without an after step (the exit's fast path), the FP control in
- * force is stored just below the resumed frame (free space of a suspended
- * stack) and compared there, field by field; with one, it is kept in
- * ebx/ebp across the call as in swarm_arch_switch. */
-swarm_arch_resume:
-        .cfi_startproc
-        testq   %rsi, %rsi
-        jnz     1f
-        movq    %rdx, %rsi
 /* _Noreturn void swarm_arch_resume_plain(void *new_sp (rdi), void *arg (rsi))
- * swarm_arch_resume(new_sp, NULL, arg). */
+ * swarm_arch_resume(new_sp, NULL, arg): the exit's fast path, so it falls
+ * through into the restore below and swarm_arch_switch's path takes the
+ * jump. Nothing is saved; the FP control in force is stored just below the
+ * resumed frame (free space of a suspended stack) and compared there, field
+ * by field. */
         .globl  swarm_arch_resume_plain
         .hidden swarm_arch_resume_plain
 swarm_arch_resume_plain:
@@ -131,6 +105,25 @@ swarm_arch_resume_plain:
         ldmxcsr (%rsp)
         fldcw   4(%rsp)
         jmp     2b
+        .cfi_endproc
+        .size   swarm_arch_switch, .-swarm_arch_switch
+
+        .globl  swarm_arch_resume
+        .hidden swarm_arch_resume
+        .type   swarm_arch_resume, @function
+        .p2align 4
+/* _Noreturn void swarm_arch_resume(void *new_sp (rdi),
+ *                                  void *(*after)(void *) (rsi), void *arg (rdx))
+ * swarm_arch_switch for a context that will never run again: nothing is
+ * saved. Without an after step it is swarm_arch_resume_plain; with one,
+ * the outgoing FP control is kept in ebx/ebp across the call as in
+ * swarm_arch_switch. */
+swarm_arch_resume:
+        .cfi_startproc
+        testq   %rsi, %rsi
+        jnz     1f
+        movq    %rdx, %rsi
+        jmp     swarm_arch_resume_plain
 1:
         subq    $8, %rsp
         stmxcsr (%rsp)
