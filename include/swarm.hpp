@@ -292,48 +292,42 @@ template <class I, class F> void parallel_for(I first, I last, const F &f) {
 
 // ---- locks ---------------------------------------------------------------
 
+namespace detail {
+// A swarm_mutex_t of one kind as a C++ Lockable (mutex, recursive_mutex).
+template <bool Recursive> class basic_mutex {
+public:
+  basic_mutex() noexcept = default;
+  basic_mutex(const basic_mutex &) = delete;
+  basic_mutex &operator=(const basic_mutex &) = delete;
+  ~basic_mutex() { swarm_mutex_destroy(&m_); }
+
+  void lock() {
+    if (int e = swarm_mutex_lock(&m_))
+      detail::throw_errno(e, "swarm_mutex_lock");
+  }
+  bool try_lock() noexcept { return swarm_mutex_trylock(&m_) == 0; }
+  void unlock() noexcept { swarm_mutex_unlock(&m_); }
+  swarm_mutex_t *native_handle() noexcept { return &m_; }
+
+private:
+  static swarm_mutex_t initial() noexcept {
+    if constexpr (Recursive)
+      return SWARM_RECURSIVE_MUTEX_INITIALIZER;
+    else
+      return SWARM_MUTEX_INITIALIZER;
+  }
+  swarm_mutex_t m_ = initial();
+};
+} // namespace detail
+
 // A swarm_mutex_t as a C++ Lockable: std::lock_guard, std::unique_lock,
 // std::scoped_lock and swarm::lock_guard work with it. A thread that waits
 // for it parks (its worker runs other threads) instead of blocking the
 // kernel thread.
-class mutex {
-public:
-  mutex() noexcept = default;
-  mutex(const mutex &) = delete;
-  mutex &operator=(const mutex &) = delete;
-  ~mutex() { swarm_mutex_destroy(&m_); }
-
-  void lock() {
-    if (int e = swarm_mutex_lock(&m_))
-      detail::throw_errno(e, "swarm_mutex_lock");
-  }
-  bool try_lock() noexcept { return swarm_mutex_trylock(&m_) == 0; }
-  void unlock() noexcept { swarm_mutex_unlock(&m_); }
-  swarm_mutex_t *native_handle() noexcept { return &m_; }
-
-private:
-  swarm_mutex_t m_ = SWARM_MUTEX_INITIALIZER;
-};
+class mutex : public detail::basic_mutex<false> {};
 
 // The same, lockable again by the thread that holds it.
-class recursive_mutex {
-public:
-  recursive_mutex() noexcept = default;
-  recursive_mutex(const recursive_mutex &) = delete;
-  recursive_mutex &operator=(const recursive_mutex &) = delete;
-  ~recursive_mutex() { swarm_mutex_destroy(&m_); }
-
-  void lock() {
-    if (int e = swarm_mutex_lock(&m_))
-      detail::throw_errno(e, "swarm_mutex_lock");
-  }
-  bool try_lock() noexcept { return swarm_mutex_trylock(&m_) == 0; }
-  void unlock() noexcept { swarm_mutex_unlock(&m_); }
-  swarm_mutex_t *native_handle() noexcept { return &m_; }
-
-private:
-  swarm_mutex_t m_ = SWARM_RECURSIVE_MUTEX_INITIALIZER;
-};
+class recursive_mutex : public detail::basic_mutex<true> {};
 
 // Holds a lock for its scope: a swarm::mutex (or any Lockable), or a
 // swarm_mutex_t that C code owns.
