@@ -27,6 +27,15 @@ static inline long long mono_ms(void) {
   return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+/* Runs fn(arg) in a new thread and returns its result. */
+static inline long run(void *(*fn)(void *), void *arg) {
+  swarm_thread_t t;
+  void *r;
+  CHECK_EQ(swarm_spawn(&t, NULL, fn, arg), 0);
+  CHECK_EQ(swarm_join(t, &r), 0);
+  return (long)r;
+}
+
 static inline void start2(void) {
   swarm_config_t cfg = {.workers = 2};
   CHECK_EQ(swarm_init(&cfg), 0);

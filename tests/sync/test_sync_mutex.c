@@ -27,14 +27,6 @@ static void *lock_then_unlock(void *arg) {
   CHECK_EQ(swarm_mutex_unlock(arg), 0);
   return (void *)1L;
 }
-static long run(void *(*fn)(void *), void *arg) {
-  swarm_thread_t t;
-  void *r;
-  CHECK_EQ(swarm_spawn(&t, NULL, fn, arg), 0);
-  CHECK_EQ(swarm_join(t, &r), 0);
-  return (long)r;
-}
-
 int main(void) {
   start2();
   swarm_mutex_t m;

@@ -27,14 +27,6 @@ static void *wr_then_unlock(void *a) {
 static void *unlock_other(void *a) {
   return (void *)(long)swarm_rwlock_unlock(a);
 }
-static long run(void *(*fn)(void *), void *arg) {
-  swarm_thread_t t;
-  void *r;
-  CHECK_EQ(swarm_spawn(&t, NULL, fn, arg), 0);
-  CHECK_EQ(swarm_join(t, &r), 0);
-  return (long)r;
-}
-
 int main(void) {
   start2();
   swarm_rwlock_t w;
