@@ -288,23 +288,32 @@ def fib_detail(build, ns_list, wlist, reps, warmup, timeout):
 
 # ---- the plot ---------------------------------------------------------------
 
-def plot(results_path, png_path):
-    """Grouped bars of ns/task per system, 1 and N workers, one panel per case.
-    Returns None or why it could not draw."""
+def pyplot_or_rerun(flag, in_path, png_path):
+    """(matplotlib.pyplot, None), or (None, None) when the plot was drawn by
+    Debian's /usr/bin/python3 (python3-matplotlib is installed for that one;
+    another python3 first on PATH, pyenv or a venv, does not see it), or
+    (None, why) when it cannot be drawn."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        return plt, None
     except ImportError:
-        # Debian's python3-matplotlib is for /usr/bin/python3; another python3
-        # (pyenv, venv) first on PATH does not see it.
         alt = "/usr/bin/python3"
         if os.path.exists(alt) and os.path.realpath(sys.executable) != os.path.realpath(alt):
-            r = subprocess.run([alt, os.path.abspath(__file__), "--plot-only", results_path, png_path],
+            r = subprocess.run([alt, os.path.abspath(__file__), flag, in_path, png_path],
                                capture_output=True, text=True)
             if r.returncode == 0:
-                return None
-        return "matplotlib not importable (make deps installs python3-matplotlib); plot skipped"
+                return None, None
+        return None, "matplotlib not importable (make deps installs python3-matplotlib); plot skipped"
+
+
+def plot(results_path, png_path):
+    """Grouped bars of ns/task per system, 1 and N workers, one panel per case.
+    Returns None or why it could not draw."""
+    plt, why = pyplot_or_rerun("--plot-only", results_path, png_path)
+    if plt is None:
+        return why
     with open(results_path) as f:
         data = json.load(f)
     runs = data["runs"]
@@ -568,18 +577,9 @@ def pingpong_table(data):
 
 
 def pingpong_plot(json_path, png_path):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        alt = "/usr/bin/python3"
-        if os.path.exists(alt) and os.path.realpath(sys.executable) != os.path.realpath(alt):
-            r = subprocess.run([alt, os.path.abspath(__file__), "--plot-pingpong", json_path, png_path],
-                               capture_output=True, text=True)
-            if r.returncode == 0:
-                return None
-        return "matplotlib not importable (make deps installs python3-matplotlib); plot skipped"
+    plt, why = pyplot_or_rerun("--plot-pingpong", json_path, png_path)
+    if plt is None:
+        return why
     with open(json_path) as f:
         data = json.load(f)
     pts = data["points"]
