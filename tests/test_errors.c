@@ -6,7 +6,9 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 
-static void *ret_arg(void *a) { return a; }
+static void *ret_arg(void *a) {
+  return a;
+}
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,7 +53,6 @@ static void check_eagain_for_stack(void) {
   CHECK_EQ(WEXITSTATUS(st), 0);
   printf("EAGAIN for an unmappable stack: checked\n");
 }
-
 
 static swarm_thread_t self_handle;
 static void *join_self(void *a) {

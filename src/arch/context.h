@@ -53,7 +53,8 @@ _Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),
  *
  *   Exactly swarm_arch_switch(save_sp, swarm_arch_prepare(stack_top, entry),
  *   after, arg) (returning, like it, when the saved context is resumed, the
- *   value its resumer transferred), for the common case of a context that starts at once (a
+ *   value its resumer transferred), for the common case of a context that
+starts at once (a
  *   work-first spawn). A back end may implement it directly to skip writing
  *   and reading back the fresh frame; start_generic.c implements it from the
  *   other two for back ends that do not.
@@ -98,9 +99,8 @@ _Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),
 void *swarm_arch_switch(void **save_sp, void *new_sp, void *(*after)(void *),
                         void *arg);
 void *swarm_arch_prepare(void *stack_top, void (*entry)(void *));
-void *swarm_arch_start(void **save_sp, void *stack_top,
-                       void (*entry)(void *), void *(*after)(void *),
-                       void *arg);
+void *swarm_arch_start(void **save_sp, void *stack_top, void (*entry)(void *),
+                       void *(*after)(void *), void *arg);
 _Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),
                                  void *arg);
 _Noreturn void swarm_arch_resume_plain(void *new_sp, void *arg);

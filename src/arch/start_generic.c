@@ -33,11 +33,10 @@ void *swarm_arch_spawn(void **save_sp, void *stack_top, void *(*fn)(void *),
   return swarm_arch_start(save_sp, r, spawn_entry, 0, r);
 }
 
-void *swarm_arch_start(void **save_sp, void *stack_top,
-                       void (*entry)(void *), void *(*after)(void *),
-                       void *arg) {
-  return swarm_arch_switch(save_sp, swarm_arch_prepare(stack_top, entry),
-                           after, arg);
+void *swarm_arch_start(void **save_sp, void *stack_top, void (*entry)(void *),
+                       void *(*after)(void *), void *arg) {
+  return swarm_arch_switch(save_sp, swarm_arch_prepare(stack_top, entry), after,
+                           arg);
 }
 
 _Noreturn void swarm_arch_resume_plain(void *new_sp, void *arg) {

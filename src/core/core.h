@@ -72,15 +72,17 @@ enum thread_kind {
 
 /* thread.control: generation (bits 63..32) | table index (30..7) | state
  * flags (6..0). A descriptor is 128 bytes, so the low 32 bits of a handle
- * with the flags masked off are its byte offset in the region. A handle is the control word of a live thread with its flags
- * cleared, so spawn copies it out in one load. Generations are odd and a
- * release adds 2 (wrapping from 0xffffffff to 1), so no handle is ever 0 and
- * a never-used table slot (all zero) matches none. */
+ * with the flags masked off are its byte offset in the region. A handle is the
+ * control word of a live thread with its flags cleared, so spawn copies it out
+ * in one load. Generations are odd and a release adds 2 (wrapping from
+ * 0xffffffff to 1), so no handle is ever 0 and a never-used table slot (all
+ * zero) matches none. */
 #define CTL_EXITED ((uint64_t)1 << 0)   /* result is set; never runs again */
 #define CTL_DETACHED ((uint64_t)1 << 1) /* released on exit, not joinable */
 #define CTL_CLAIMED ((uint64_t)1 << 2)  /* a joiner has claimed it */
 #define CTL_WAITER ((uint64_t)1 << 3)   /* the joiner is parked on it */
-#define CTL_SPECIAL ((uint64_t)1 << 4) /* MAIN or EXTERNAL: see desc_release */
+#define CTL_SPECIAL ((uint64_t)1 << 4)  /* MAIN or EXTERNAL: see desc_release  \
+                                         */
 #define CTL_FLAGS ((uint64_t)0x7fu)
 #define CTL_INDEX_SHIFT 7
 #define CTL_GEN_STEP ((uint64_t)2 << 32)
@@ -106,11 +108,15 @@ struct swarm_thread {
   void *asan_fake_stack;
 #endif
 } __attribute__((aligned(64)));
-_Static_assert(sizeof(struct swarm_thread) == 1u << CTL_INDEX_SHIFT,
-               "a descriptor's size is its handle's index unit (CTL_INDEX_SHIFT)");
+_Static_assert(
+    sizeof(struct swarm_thread) == 1u << CTL_INDEX_SHIFT,
+    "a descriptor's size is its handle's index unit (CTL_INDEX_SHIFT)");
 
 /* Upper layers claim a slot index for per-thread data (keys, errno, ...). */
-enum { SLOT_SYNC = 0, SLOT_PTHREAD = 1 }; /* add one: also thread_has_exit_work */
+enum {
+  SLOT_SYNC = 0,
+  SLOT_PTHREAD = 1
+}; /* add one: also thread_has_exit_work */
 
 /* A ready queue: FIFO under a spinlock. Used for yields, for threads made
  * runnable by kernel threads that are not workers, and for pinned threads;
@@ -144,7 +150,7 @@ struct cache_list {
 };
 
 struct worker_stats { /* written by the owner only */
-  uint64_t run; /* resumes; a thread's first run is in stat_spawned_pub */
+  uint64_t run;       /* resumes; a thread's first run is in stat_spawned_pub */
   uint64_t steals_tried;
   uint64_t steals_ok;
   uint64_t parks;
@@ -170,7 +176,7 @@ struct worker {
   bool (*park_commit)(struct swarm_thread *, void *);
   void *park_arg;
   struct stack_ref dead_stack;
-  void *sched_sp;   /* the scheduler context, while a thread runs */
+  void *sched_sp; /* the scheduler context, while a thread runs */
   uint64_t rng;
   int id;
   /* The hot path's switch steps, chosen once by trace_start (trace.h):
@@ -183,8 +189,8 @@ struct worker {
    * (stack_release_running): the default size when after_exit is NULL,
    * else 0, which no stack has. One compare on the exit path. */
   size_t exit_cache_size;
-  void *(*after_park)(void *);  /* run the park commit */
-  struct trace_buf *trace;      /* NULL when tracing is off */
+  void *(*after_park)(void *); /* run the park commit */
+  struct trace_buf *trace;     /* NULL when tracing is off */
   struct worker_stats stats;
   _Atomic uint64_t stat_spawned_pub; /* published copies for quiescence */
   _Atomic uint64_t stat_exited_pub;
@@ -224,15 +230,15 @@ struct runtime {
   int stats_fd; /* SWARM_STATS: a duplicate of stderr taken at start-up */
   int cpus[SWARM_MAX_WORKERS];
   int ncpus;
-  _Atomic int idle_workers;           /* workers asleep in worker_sleep */
-  struct swarm_thread *main_thread;   /* the flow that called init */
+  _Atomic int idle_workers;         /* workers asleep in worker_sleep */
+  struct swarm_thread *main_thread; /* the flow that called init */
   pthread_t init_kthread;
-  _Atomic uint64_t external_spawned;  /* spawns from non-workers */
+  _Atomic uint64_t external_spawned; /* spawns from non-workers */
   _Atomic(struct swarm_thread *) finalize_waiter;
   _Atomic bool main_exited;
-  _Atomic uint32_t external_rr;       /* round robin for external spawns */
-  pthread_mutex_t lifecycle_lock;     /* init / finalize */
-  void *(*after_main_exit)(void *);   /* NULL, or its traced step (trace.h) */
+  _Atomic uint32_t external_rr;     /* round robin for external spawns */
+  pthread_mutex_t lifecycle_lock;   /* init / finalize */
+  void *(*after_main_exit)(void *); /* NULL, or its traced step (trace.h) */
   /* monitor.c. workers[nworkers .. nslots) are spare workers: started by
    * the monitor when queued threads make no progress, retired when idle. */
   int nslots;
@@ -515,9 +521,10 @@ static inline int stack_alloc(struct worker *w, size_t size,
 
 /* Puts the stack the calling thread is exiting from into w's cache, if it
  * fits there and w's steps allow it (worker.exit_cache_size); false if not
- * (then it must be released once the thread is off it). Safe while still running on s: the link is in the reserved top bytes,
- * and only w takes stacks from its cache. Not in ASan builds, which unpoison
- * a released stack (stack_release). */
+ * (then it must be released once the thread is off it). Safe while still
+ * running on s: the link is in the reserved top bytes, and only w takes stacks
+ * from its cache. Not in ASan builds, which unpoison a released stack
+ * (stack_release). */
 static inline bool stack_release_running(struct worker *w, struct stack_ref s) {
   if (likely(s.size == w->exit_cache_size &&
              cache_count_below(&w->stacks.count, STACK_CACHE_MAX))) {

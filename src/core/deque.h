@@ -58,8 +58,8 @@ enum { DEQUE_PUSHED = 1, DEQUE_PUSHED_INTO_EMPTY = 2 };
 /* Owner: push an item at the bottom if the array has room; 0 if it is
  * full. Says whether the deque looked empty before (the scheduler wakes
  * sleepers differently then). */
-static inline __attribute__((always_inline)) int
-deque_try_push(struct deque *d, void *item) {
+static inline __attribute__((always_inline)) int deque_try_push(struct deque *d,
+                                                                void *item) {
   int64_t b = atomic_load_explicit(&d->bottom, memory_order_relaxed);
   /* acquire: pairs with the thieves' CAS on top, so a slot they emptied is
    * really free before we overwrite it. */
@@ -77,7 +77,7 @@ deque_try_push(struct deque *d, void *item) {
 /* Owner: push an item at the bottom, growing the array when full; 0 only
  * when memory to grow cannot be had. */
 static inline __attribute__((always_inline)) int deque_push(struct deque *d,
-                                                         void *item) {
+                                                            void *item) {
   int pushed = deque_try_push(d, item);
   if (__builtin_expect(pushed != 0, 1))
     return pushed;
@@ -119,9 +119,9 @@ static inline void *deque_steal(struct deque *d) {
     return NULL;
   /* acquire (Lê et al. use consume): we need the items the owner published
    * in the array it installed, so this pairs with its release store. */
-  struct deque_array *a =
-      atomic_load_explicit(&d->array, memory_order_acquire);
-  void *item = atomic_load_explicit(&a->items[t & a->mask], memory_order_relaxed);
+  struct deque_array *a = atomic_load_explicit(&d->array, memory_order_acquire);
+  void *item =
+      atomic_load_explicit(&a->items[t & a->mask], memory_order_relaxed);
   if (!atomic_compare_exchange_strong_explicit(
           &d->top, &t, t + 1, memory_order_seq_cst, memory_order_relaxed))
     return DEQUE_ABORT;

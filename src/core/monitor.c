@@ -220,9 +220,9 @@ static bool monitor_tick(const struct swarm_io_hooks *io, uint64_t now) {
       busy = io_readied = true;
     /* stats.run (resumes) and spawns (first runs): written by the owner
      * only, read here approximately. */
-    uint64_t run = __atomic_load_n(&w->stats.run, __ATOMIC_RELAXED) +
-                   atomic_load_explicit(&w->stat_spawned_pub,
-                                        memory_order_relaxed);
+    uint64_t run =
+        __atomic_load_n(&w->stats.run, __ATOMIC_RELAXED) +
+        atomic_load_explicit(&w->stat_spawned_pub, memory_order_relaxed);
     bool awake = spare || !atomic_load(&w->sleeping);
     if (awake && run == w->monitor_seen_run) {
       if (w->monitor_stalled < UINT32_MAX)

@@ -68,8 +68,8 @@
  *
  *  - errno belongs to the thread: saved when a thread switches away
  *    (spawn, park) and restored in whatever kernel thread resumes it, through
- *    os_errno_get/set (os.h), which the compiler cannot cache across the switch;
- *    a new thread starts with errno 0, as a new pthread does.
+ *    os_errno_get/set (os.h), which the compiler cannot cache across the
+ * switch; a new thread starts with errno 0, as a new pthread does.
  *
  *  - Quiescence (swarm_finalize, and main calling swarm_exit) is detected by
  *    idle workers from per-worker spawned/exited counters that only their
@@ -180,9 +180,9 @@ static inline struct worker *switch_to(struct worker *w, void **save_sp,
 }
 
 /* The same for a context that exits: nothing is saved. */
-_Noreturn static inline __attribute__((always_inline)) void resume_next(struct worker *w,
-                                         struct swarm_thread *next,
-                                         void *(*after)(void *)) {
+_Noreturn static inline __attribute__((always_inline)) void
+resume_next(struct worker *w, struct swarm_thread *next,
+            void *(*after)(void *)) {
   void *sp = enter_next(w, next);
 #ifdef SWARM_ASAN
   const void *lo;
@@ -200,8 +200,9 @@ _Noreturn static inline __attribute__((always_inline)) void resume_next(struct w
  * makes them jumps: no frame, no stack alignment, nothing saved (it keeps
  * calls to _Noreturn functions as calls, for backtraces). They never
  * return all the same; their callers say so with __builtin_unreachable. */
-void swarm_arch_resume_plain_tail(void *new_sp, void *arg)
-    __asm__("swarm_arch_resume_plain") __attribute__((visibility("hidden")));
+void swarm_arch_resume_plain_tail(void *new_sp,
+                                  void *arg) __asm__("swarm_arch_resume_plain")
+    __attribute__((visibility("hidden")));
 
 static inline __attribute__((always_inline)) void
 resume_plain_tail(struct worker *w, struct swarm_thread *next) {
@@ -274,9 +275,8 @@ struct swarm_thread *ready_queue_pop(struct ready_queue *q,
 static bool worker_wake_if_sleeping(struct worker *w) {
   uint32_t one = 1;
   if (atomic_load_explicit(&w->sleeping, memory_order_relaxed) == 0 ||
-      !atomic_compare_exchange_strong_explicit(&w->sleeping, &one, 0,
-                                               memory_order_acq_rel,
-                                               memory_order_relaxed))
+      !atomic_compare_exchange_strong_explicit(
+          &w->sleeping, &one, 0, memory_order_acq_rel, memory_order_relaxed))
     return false;
   atomic_fetch_sub_explicit(&swarm_rt.idle_workers, 1, memory_order_relaxed);
   /* seq_cst, not release: the I/O layer's sleeper stores "in epoll_wait"
@@ -588,8 +588,7 @@ static __attribute__((noinline)) void user_thread_exit(void *result) {
 
 /* The main flow ends (swarm_exit from main): its kernel thread's stack is
  * not ours to release; swarm_finalize's waiter learns it from main_exited. */
-_Noreturn static void main_thread_finish(struct swarm_thread *t,
-                                         void *result) {
+_Noreturn static void main_thread_finish(struct swarm_thread *t, void *result) {
   if (thread_has_exit_work(t))
     thread_exit_work(t);
   struct worker *w = worker_current();
@@ -618,8 +617,8 @@ _Noreturn void swarm_exit(void *result) {
 
 /* ---- spawn ---- */
 
-static void thread_init(struct swarm_thread *t, void *(*fn)(void *),
-                        void *arg, bool detached) {
+static void thread_init(struct swarm_thread *t, void *(*fn)(void *), void *arg,
+                        bool detached) {
   /* result, joiner and next are written before anything reads them (exit,
    * join's park, a list insertion), so they are not cleared here; kind and
    * pinned_worker are already USER and -1 in a free descriptor (core.h). */
@@ -648,8 +647,8 @@ static int spawn_external(swarm_thread_t *out, size_t size, bool detached,
   t->sp = swarm_arch_prepare(thread_stack_top(t->stack), thread_entry);
   atomic_fetch_add_explicit(&swarm_rt.external_spawned, 1,
                             memory_order_acq_rel);
-  uint32_t k = atomic_fetch_add_explicit(&swarm_rt.external_rr, 1,
-                                         memory_order_relaxed);
+  uint32_t k =
+      atomic_fetch_add_explicit(&swarm_rt.external_rr, 1, memory_order_relaxed);
   queue_push_and_wake(&swarm_rt.workers[k % (uint32_t)swarm_rt.nworkers], t,
                       NULL);
   return 0;
@@ -685,9 +684,9 @@ static inline void *(*push_parent_early(struct worker *w,
 /* Work-first spawn on worker w: run the child now; the parent is pushed on
  * the deque before the switch (push_parent_early) or by the after step once
  * it is fully saved. The child's first transfer value is w (thread_entry). */
-static inline __attribute__((always_inline)) int spawn_here(struct worker *w, swarm_thread_t *out,
-                             size_t size, bool detached, void *(*fn)(void *),
-                             void *arg) {
+static inline __attribute__((always_inline)) int
+spawn_here(struct worker *w, swarm_thread_t *out, size_t size, bool detached,
+           void *(*fn)(void *), void *arg) {
   struct swarm_thread *t = desc_alloc(w);
   if (unlikely(!t))
     return EAGAIN;
@@ -716,8 +715,8 @@ static inline __attribute__((always_inline)) int spawn_here(struct worker *w, sw
 #endif
   {
     w->handoff = parent; /* for the after step */
-    w = swarm_arch_start(&parent->sp, thread_stack_top(t->stack),
-                         thread_entry, after, w);
+    w = swarm_arch_start(&parent->sp, thread_stack_top(t->stack), thread_entry,
+                         after, w);
   }
 #ifdef SWARM_ASAN
   __sanitizer_finish_switch_fiber(fake, NULL, NULL);
@@ -731,9 +730,10 @@ static inline __attribute__((always_inline)) int spawn_here(struct worker *w, sw
 
 /* Everything but the common case: attributes, bad arguments, a caller that
  * is not a worker, a runtime not started yet. */
-static __attribute__((noinline)) int
-spawn_general(swarm_thread_t *out, const swarm_attr_t *attr,
-              void *(*fn)(void *), void *arg) {
+static __attribute__((noinline)) int spawn_general(swarm_thread_t *out,
+                                                   const swarm_attr_t *attr,
+                                                   void *(*fn)(void *),
+                                                   void *arg) {
   size_t size = 0;
   bool detached = false;
   if (attr) {
@@ -765,8 +765,7 @@ int swarm_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
   struct worker *w = worker_current();
   /* The fast path needs both caches non-empty, so that it makes no call
    * before the switch; refills happen in spawn_general. */
-  if (unlikely(attr || !fn || !out || !w || !w->descs.head ||
-               !w->stacks.head))
+  if (unlikely(attr || !fn || !out || !w || !w->descs.head || !w->stacks.head))
     return spawn_general(out, attr, fn, arg);
   return spawn_here(w, out, swarm_rt.default_stack, false, fn, arg);
 }
@@ -880,8 +879,8 @@ void swarm_yield(void) {
  * before switching away from it (spawn_here): wait until its context is
  * saved. The window is a few instructions of the owner's switch. */
 static inline void thread_wait_saved(struct swarm_thread *t) {
-  for (unsigned spins = 0;
-       unlikely(!__atomic_load_n(&t->sp, __ATOMIC_ACQUIRE)); spins++) {
+  for (unsigned spins = 0; unlikely(!__atomic_load_n(&t->sp, __ATOMIC_ACQUIRE));
+       spins++) {
     if (spins < 1024)
       os_cpu_relax();
     else /* the owner was preempted inside that window: let it run */
@@ -986,9 +985,8 @@ static void worker_sleep(struct worker *w, int64_t timeout_ns) {
     TRACE_SLEEP_END(w);
   }
   uint32_t one = 1;
-  if (atomic_compare_exchange_strong_explicit(&w->sleeping, &one, 0,
-                                              memory_order_acq_rel,
-                                              memory_order_relaxed))
+  if (atomic_compare_exchange_strong_explicit(
+          &w->sleeping, &one, 0, memory_order_acq_rel, memory_order_relaxed))
     atomic_fetch_sub_explicit(&swarm_rt.idle_workers, 1, memory_order_relaxed);
   /* The monitor sleeps without a deadline once every worker sleeps: a
    * worker that wakes brings it back (fence: store-load against its
@@ -1108,8 +1106,8 @@ size_t sched_describe_fault(void *addr, char *buf, size_t cap) {
                "SWARM_STACK_SIZE (e.g. SWARM_STACK_SIZE=1M).\n");
     return n;
   }
-  if (!t && w->id == 0 && w->sched_stack.lo &&
-      a >= w->sched_stack.lo - guard && a < w->sched_stack.lo) {
+  if (!t && w->id == 0 && w->sched_stack.lo && a >= w->sched_stack.lo - guard &&
+      a < w->sched_stack.lo) {
     n = append(buf, n, cap,
                "swarm: stack overflow in worker 0's scheduler stack\n");
     return n;
@@ -1222,18 +1220,19 @@ int swarm_init(const swarm_config_t *config) {
   /* Plain steps: NULL where the work is done before the switch (spawn_here,
    * exit_switch), which needs SWARM_ARCH_PUBLISH_LAST for the spawn and a
    * build without ASan for the exit (stack_release_running). */
-  static const struct trace_steps plain = {
+  static const struct trace_steps plain =
+                                      {
 #ifdef SWARM_ARCH_PUBLISH_LAST
-      NULL,
+                                          NULL,
 #else
-      after_push_parent,
+                                          after_push_parent,
 #endif
 #ifdef SWARM_ASAN
-      after_release_stack,
+                                          after_release_stack,
 #else
-      NULL,
+                                          NULL,
 #endif
-      after_park},
+                                          after_park},
                                   traced = {after_push_parent_traced,
                                             after_release_stack_traced,
                                             after_park_traced};

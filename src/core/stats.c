@@ -11,11 +11,11 @@
 #include "os/os.h"
 
 static void worker_counters(struct worker *w, swarm_stats_t *s) {
-  s->threads_spawned = atomic_load_explicit(&w->stat_spawned_pub,
-                                            memory_order_relaxed);
+  s->threads_spawned =
+      atomic_load_explicit(&w->stat_spawned_pub, memory_order_relaxed);
   /* A work-first spawn runs its child at once without counting a run. */
-  s->threads_run = __atomic_load_n(&w->stats.run, __ATOMIC_RELAXED) +
-                   s->threads_spawned;
+  s->threads_run =
+      __atomic_load_n(&w->stats.run, __ATOMIC_RELAXED) + s->threads_spawned;
   s->steals_tried = __atomic_load_n(&w->stats.steals_tried, __ATOMIC_RELAXED);
   s->steals_succeeded = __atomic_load_n(&w->stats.steals_ok, __ATOMIC_RELAXED);
   s->parks = __atomic_load_n(&w->stats.parks, __ATOMIC_RELAXED);
@@ -50,12 +50,12 @@ void swarm_stats_print(void) {
   if (atomic_load(&swarm_rt.state) != RT_RUNNING)
     return;
   /* stats_fd: stderr as it was when the runtime started (see swarm_init) */
-  int fd = swarm_rt.print_stats && swarm_rt.stats_fd >= 0 ? swarm_rt.stats_fd
-                                                          : 2;
+  int fd =
+      swarm_rt.print_stats && swarm_rt.stats_fd >= 0 ? swarm_rt.stats_fd : 2;
   fflush(stderr);
-  dprintf(fd, "swarm stats: %-6s %12s %12s %12s %12s %10s %8s %8s\n",
-          "worker", "spawned", "run", "steal_tries", "steals", "parks",
-          "sleeps", "stacks");
+  dprintf(fd, "swarm stats: %-6s %12s %12s %12s %12s %10s %8s %8s\n", "worker",
+          "spawned", "run", "steal_tries", "steals", "parks", "sleeps",
+          "stacks");
   for (int i = 0; i < swarm_rt.nslots; i++) { /* spares too */
     swarm_stats_t s;
     worker_counters(&swarm_rt.workers[i], &s);
@@ -65,8 +65,8 @@ void swarm_stats_print(void) {
             i, (unsigned long long)s.threads_spawned,
             (unsigned long long)s.threads_run,
             (unsigned long long)s.steals_tried,
-            (unsigned long long)s.steals_succeeded,
-            (unsigned long long)s.parks, (unsigned long long)s.worker_sleeps,
+            (unsigned long long)s.steals_succeeded, (unsigned long long)s.parks,
+            (unsigned long long)s.worker_sleeps,
             (unsigned long long)s.stacks_mapped);
   }
   dprintf(fd, "swarm stats: guard pages by %s, default stack %zu bytes\n",

@@ -46,7 +46,8 @@ static struct {
 } desc_table = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static struct swarm_thread *desc_fresh_locked(void) {
-  uint32_t idx = atomic_load_explicit(&swarm_desc_next_index, memory_order_relaxed);
+  uint32_t idx =
+      atomic_load_explicit(&swarm_desc_next_index, memory_order_relaxed);
   if (idx >= DESC_MAX)
     return NULL;
   struct swarm_thread *base =
@@ -225,8 +226,7 @@ int swarm_detach(swarm_thread_t h) {
       return ESRCH;
     if (c & (CTL_DETACHED | CTL_CLAIMED))
       return EINVAL;
-    if (atomic_compare_exchange_weak_explicit(&t->control, &c,
-                                              c | CTL_DETACHED,
+    if (atomic_compare_exchange_weak_explicit(&t->control, &c, c | CTL_DETACHED,
                                               memory_order_acq_rel,
                                               memory_order_acquire))
       break;
