@@ -27,6 +27,9 @@
  *      between its stream and the aggregators' slots, one barrier per cycle
  *      (shm_cycles): one memcpy per byte, spread over all ranks, instead of
  *      pack + send + receive + unpack with the aggregator in the middle.
+ *      The aggregator's own pieces skip the slot: the I/O thread's preadv /
+ *      pwritev of the span scatters / gathers them straight to / from its
+ *      stream (queue_span).
  *      Hint swarm_cio_shm=0 keeps messages.
  *   4. Drain the I/O thread and allreduce the error, so every rank returns
  *      the same result.
@@ -676,6 +679,18 @@ typedef struct plan {
    * stream when every byte of the span is its own (then its I/O goes
    * straight between file and stream, no slot, no copy), else -1 */
   int64_t *direct;
+  /* shared window only: scatter[c] = 1 when cycle c's span holds other
+   * ranks' bytes too, but no other rank's piece overlaps the aggregator's
+   * own, and it splits into at most iov_per_slot iovecs: then the I/O
+   * thread's one preadv (read) or pwritev (write) of the span moves the
+   * aggregator's own pieces straight between file and stream, and only the
+   * other pieces pass through the slot. iov holds iov_per_slot iovecs per
+   * slot; icur walks the aggregator's own pieces as the ops are queued
+   * (cycle order, ahead of the copies' cursor). */
+  unsigned char *scatter;
+  struct iovec *iov;
+  int iov_per_slot;
+  cursor_t icur;
   /* shared window only, equal on every rank: sync[c] = 1 when some rank
    * copies to or from some aggregator's slot in cycle c (some aggregator's
    * span of cycle c is not direct) */
@@ -697,6 +712,8 @@ static void plan_free(plan_t *p) {
   free(p->span_hi);
   free(p->cover);
   free(p->direct);
+  free(p->scatter);
+  free(p->iov);
   free(p->sync);
   free(p->ocur);
   free(p->mcur);
@@ -755,6 +772,42 @@ static int quiet_barrier(MPI_Comm comm) {
   return rc;
 }
 
+/* Queues the I/O of cycle c's span on slot c % D (shared window). Direct
+ * spans go straight between file and stream; scattered ones (the read of a
+ * read, the pwrite of a write) split the span between the stream (the
+ * aggregator's own pieces) and the slot (everything else: other ranks'
+ * pieces, and the holes a pre-read filled); the rest go to the slot whole.
+ * Byte x of the span sits in the slot at x - (flo + c * S). */
+static void queue_span(swarm_cio_file_t fh, plan_t *p, char *stream, int kind,
+                       int64_t c, int64_t flo, int is_write) {
+  int D = fh->depth, s = (int)(c % D);
+  int64_t S = fh->slot_size, wlo = flo + c * S;
+  int64_t lo = p->span_lo[c], hi = p->span_hi[c];
+  char *slot = fh->slots[s];
+  if (p->direct[c] >= 0) {
+    cio_io_submit(&fh->io, kind, s, stream + p->direct[c], lo, hi - lo);
+    return;
+  }
+  if (!p->scatter[c] || kind != (is_write ? CIO_OP_WRITE : CIO_OP_READ)) {
+    cio_io_submit(&fh->io, kind, s, slot + (lo - wlo), lo, hi - lo);
+    return;
+  }
+  struct iovec *v = p->iov + (size_t)s * (size_t)p->iov_per_slot;
+  int n = 0;
+  int64_t off, len, pos, at = lo;
+  while (cursor_next(&p->icur, wlo, &off, &len, &pos)) /* earlier cycles */
+    ;
+  while (cursor_next(&p->icur, wlo + S, &off, &len, &pos)) {
+    if (off > at)
+      v[n++] = (struct iovec){slot + (at - wlo), (size_t)(off - at)};
+    v[n++] = (struct iovec){stream + pos, (size_t)len};
+    at = off + len;
+  }
+  if (hi > at)
+    v[n++] = (struct iovec){slot + (at - wlo), (size_t)(hi - at)};
+  cio_io_submitv(&fh->io, kind, s, v, n, lo, hi - lo);
+}
+
 /* The cycles when every rank can address every aggregator's slots (the
  * shared window, fh->shm). The exchange is then each rank copying its own
  * pieces straight between its stream and the aggregators' slots: one memcpy
@@ -784,8 +837,11 @@ static int quiet_barrier(MPI_Comm comm) {
  * A cycle whose span holds only the aggregator's own bytes (p->direct, e.g.
  * every cycle of a contiguous pattern) needs no exchange at all: the I/O
  * thread preads / pwrites between the file and the aggregator's stream and
- * nobody copies. The stream is the caller's buffer, and every op is waited
- * for (slot waits, then the drain) before the call returns. */
+ * nobody copies. A span shared with other ranks (p->scatter) still moves the
+ * aggregator's own pieces that way, inside the one preadv / pwritev of the
+ * span, so only the other ranks copy (one copy per byte instead of two for
+ * 1/P of the bytes). The stream is the caller's buffer, and every op is
+ * waited for (slot waits, then the drain) before the call returns. */
 static int shm_cycles(swarm_cio_file_t fh, plan_t *p, char *stream,
                       int is_write, int64_t gmax) {
   int A = fh->cb_nodes, D = fh->depth, me = fh->agg_index;
@@ -793,12 +849,7 @@ static int shm_cycles(swarm_cio_file_t fh, plan_t *p, char *stream,
   cio_io_t *io = &fh->io;
   int64_t flo = me >= 0 ? dom_lo(p, me, gmax) : 0;
   int xrc = MPI_SUCCESS;
-#define QUEUE(kind, c)                                                         \
-  cio_io_submit(io, kind, (int)((c) % D),                                      \
-                p->direct[c] >= 0                                              \
-                    ? stream + p->direct[c]                                    \
-                    : fh->slots[(c) % D] + (p->span_lo[c] - (flo + (c)*S)),    \
-                p->span_lo[c], p->span_hi[c] - p->span_lo[c])
+#define QUEUE(kind, c) queue_span(fh, p, stream, kind, c, flo, is_write)
   for (int64_t c = 0; me >= 0 && c < n && c < D; c++)
     if (needs_read(p, c, is_write))
       QUEUE(CIO_OP_READ, c);
@@ -829,7 +880,8 @@ static int shm_cycles(swarm_cio_file_t fh, plan_t *p, char *stream,
       int64_t wlo = dom_lo(p, i, gmax) + c * S, dhi = dom_lo(p, i + 1, gmax);
       int64_t whi = wlo + S < dhi ? wlo + S : dhi, off, len, pos;
       char *slot = fh->agg_base[i] + (c % D) * S;
-      int direct = i == me && p->direct[c] >= 0; /* the I/O thread does it */
+      /* the I/O thread moves these */
+      int direct = i == me && (p->direct[c] >= 0 || p->scatter[c]);
       while (cursor_next(&p->mcur[i], whi, &off, &len, &pos)) {
         if (direct)
           continue;
@@ -1018,17 +1070,20 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
      * too (the view is monotonic and nobody else's bytes lie between), so
      * the span maps to one stream range. */
     if (rc == MPI_SUCCESS && fh->shm &&
-        !(p.direct = malloc(((size_t)p.ncycles + 1) * sizeof(int64_t))))
+        (!(p.direct = malloc(((size_t)p.ncycles + 1) * sizeof(int64_t))) ||
+         !(p.scatter = calloc((size_t)p.ncycles + 1, 1))))
       rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for the cycle plan");
     if (rc == MPI_SUCCESS && fh->shm) {
+      /* own[c]: bytes, ownn[c]: pieces of this rank's own in cycle c */
       int64_t *own = calloc((size_t)p.ncycles + 1, sizeof(int64_t));
-      if (!own)
+      int64_t *ownn = calloc((size_t)p.ncycles + 1, sizeof(int64_t));
+      if (!own || !ownn)
         rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for the cycle plan");
-      for (int64_t c = 0; own && c < p.ncycles; c++)
+      for (int64_t c = 0; rc == MPI_SUCCESS && c < p.ncycles; c++)
         p.direct[c] = -1;
       const int64_t *t = p.mine + 3 * p.first[me_agg];
-      for (size_t j = 0; own && j < p.first[me_agg + 1] - p.first[me_agg];
-           j++) {
+      size_t nt = p.first[me_agg + 1] - p.first[me_agg];
+      for (size_t j = 0; rc == MPI_SUCCESS && j < nt; j++) {
         int64_t off = t[3 * j], end = off + t[3 * j + 1];
         while (off < end) {
           int64_t c = (off - flo) / S;
@@ -1037,14 +1092,50 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
           if (own[c] == 0)
             p.direct[c] = t[3 * j + 2] + (off - t[3 * j]);
           own[c] += e - off;
+          ownn[c]++;
           off = e;
         }
       }
-      for (int64_t c = 0; own && c < p.ncycles; c++)
+      /* A cycle where another rank's piece overlaps one of ours (ranks may
+       * read the same bytes) must keep our bytes in the slot too: marked
+       * by own[c] = 0. Both lists are sorted, so one merge per rank. */
+      for (int r = 0; rc == MPI_SUCCESS && r < P; r++) {
+        if (r == fh->rank)
+          continue;
+        const int64_t *b = p.others + p.odispl[r];
+        size_t nb = (size_t)p.ocount[r] / 2, j = 0, k = 0;
+        while (j < nt && k < nb) {
+          int64_t a0 = t[3 * j], a1 = a0 + t[3 * j + 1];
+          int64_t b0 = b[2 * k], b1 = b0 + b[2 * k + 1];
+          int64_t x0 = a0 > b0 ? a0 : b0, x1 = a1 < b1 ? a1 : b1;
+          for (int64_t c = (x0 - flo) / S; x0 < x1 && c <= (x1 - 1 - flo) / S;
+               c++)
+            own[c] = 0;
+          if (a1 <= b1)
+            j++;
+          else
+            k++;
+        }
+      }
+      int64_t most = 0;
+      for (int64_t c = 0; rc == MPI_SUCCESS && c < p.ncycles; c++) {
         if (!span_ok(&p, c) || own[c] != p.span_hi[c] - p.span_lo[c] ||
             p.cover[c] != own[c]) /* others read the same bytes */
           p.direct[c] = -1;
+        /* own pieces and the gaps around them: at most 2 * ownn + 1 */
+        if (span_ok(&p, c) && p.direct[c] < 0 && own[c] > 0 &&
+            2 * ownn[c] + 1 <= CIO_IOV_MAX) {
+          p.scatter[c] = 1;
+          if (2 * ownn[c] + 1 > most)
+            most = 2 * ownn[c] + 1;
+        }
+      }
       free(own);
+      free(ownn);
+      p.iov_per_slot = (int)most;
+      if (most > 0 &&
+          !(p.iov = malloc((size_t)fh->depth * (size_t)most * sizeof *p.iov)))
+        rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for the cycle plan");
     }
   }
   /* exchange buffers, sized for the largest cycle, so the loop below
@@ -1084,6 +1175,8 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
   for (int i = 0; i < A; i++)
     cursor_init(&p.mcur[i], p.mine + 3 * p.first[i], 3,
                 p.first[i + 1] - p.first[i]);
+  if (me_agg >= 0)
+    p.icur = p.mcur[me_agg];
 
   /* 4. the cycles */
   int D = fh->depth;
