@@ -6,7 +6,7 @@
  *       [--cb SIZE[,SIZE...]] [--per-rank SIZE] [--depth D] [--cold]
  *       [--cache warm|cold|warm,cold] [--reps N]
  *       [--mpiio romio|ompio] [--file PATH] [--exchange shm|msg]
- *       [--slot SIZE] [--cb-nodes N]
+ *       [--slot SIZE] [--cb-nodes N] [--ceiling]
  *   mpirun.mpich -n P build/bench/cio-mpich ...   (same flags; --mpiio is
  *       MPICH's ROMIO, printed as "mpich-romio", swarm as "swarm-mpich")
  *
@@ -22,6 +22,10 @@
  * `cb_nodes` is what MPI_File_get_info reports after the open (MPICH reports
  * ROMIO's choice; Open MPI 4.1 echoes the hints it was given, so that number
  * is the request), `aggregators` the request.
+ * --ceiling adds a third measurement before the two, printed first as impl
+ * "pread" (or "pwrite"): each rank reads (writes) its contiguous 1/P of the
+ * file in 1 MiB preads, no view, no exchange — what the disk and page cache
+ * give P plain streams, a ceiling for both collective implementations.
  * --cold (--cache cold) drops the file from the page cache (fsync +
  * posix_fadvise DONTNEED on every rank) before every timed call. Several
  * --cb sizes and both caches may be measured in one run (one file, one MPI
@@ -106,12 +110,16 @@ int main(int argc, char **argv) {
   int64_t cbl[16] = {16 << 20}, per_rank = 64 << 20,
           slot_max = SWARM_CIO_DEFAULT_SLOT_SIZE;
   int ncb = 1, coldl[2] = {0}, ncache = 1;
-  int depth = 4, reps = 3, shm = 1, cb_nodes = 0;
+  int depth = 4, reps = 3, shm = 1, cb_nodes = 0, ceiling = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--cold")) {
       coldl[0] = 1;
       ncache = 1;
+      continue;
+    }
+    if (!strcmp(a, "--ceiling")) {
+      ceiling = 1;
       continue;
     }
     if (!v)
@@ -250,7 +258,9 @@ int main(int argc, char **argv) {
   double *tm = calloc((size_t)reps, sizeof *tm),
          *ts = calloc((size_t)reps, sizeof *ts),
          *cm = calloc((size_t)reps, sizeof *cm),
-         *cs = calloc((size_t)reps, sizeof *cs);
+         *cs = calloc((size_t)reps, sizeof *cs),
+         *tp = calloc((size_t)reps, sizeof *tp),
+         *cp = calloc((size_t)reps, sizeof *cp);
   int every_ident = 1, ref_nodes = -1;
   for (int point = 0; point < ncb * ncache; point++) {
     int64_t cb = cbl[point / ncache];
@@ -259,19 +269,30 @@ int main(int argc, char **argv) {
     MPI_Info_set(info, "cb_buffer_size", cbs);
     int identical = 1;
     for (int r = 0; r < reps; r++) {
-      for (int impl = 0; impl < 2; impl++) { /* 0: MPI-IO, 1: swarm */
+      /* -1: plain streams (--ceiling), 0: MPI-IO, 1: swarm */
+      for (int impl = ceiling ? -1 : 0; impl < 2; impl++) {
         if (is_write && rank == 0 && (ftruncate(fd, 0) || ftruncate(fd, total)))
           die("ftruncate failed");
         MPI_Barrier(MPI_COMM_WORLD);
         if (cold)
           drop_cache(path);
         char *buf = impl == 0 ? ref : got;
+        const int64_t chunk = 1 << 20;
         if (!is_write)
           memset(buf, 0, (size_t)per_rank);
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = now(), c0 = cpu_now();
-        int rc;
-        if (impl == 0) {
+        int rc = MPI_SUCCESS;
+        if (impl < 0) {
+          for (int64_t o = 0; o < per_rank && rc == MPI_SUCCESS; o += chunk) {
+            size_t want = (size_t)(per_rank - o < chunk ? per_rank - o : chunk);
+            ssize_t done = is_write
+                               ? pwrite(fd, data + o, want, rank * per_rank + o)
+                               : pread(fd, buf + o, want, rank * per_rank + o);
+            if (done != (ssize_t)want)
+              rc = MPI_ERR_IO;
+          }
+        } else if (impl == 0) {
           MPI_File f;
           rc = MPI_File_open(MPI_COMM_WORLD, path,
                              is_write ? MPI_MODE_WRONLY : MPI_MODE_RDONLY, info,
@@ -314,10 +335,12 @@ int main(int argc, char **argv) {
         double t = now() - t0, cpu = cpu_now() - c0, cpu_all = 0;
         MPI_Reduce(&cpu, &cpu_all, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
         if (rc != MPI_SUCCESS)
-          die(impl ? "swarm collective I/O failed" : "MPI-IO failed");
-        (impl ? ts : tm)[r] = t;
-        (impl ? cs : cm)[r] = cpu_all;
-        if (is_write) { /* this rank's share of the file, as written */
+          die(impl > 0    ? "swarm collective I/O failed"
+              : impl == 0 ? "MPI-IO failed"
+                          : "plain pread/pwrite failed");
+        (impl < 0 ? tp : impl ? ts : tm)[r] = t;
+        (impl < 0 ? cp : impl ? cs : cm)[r] = cpu_all;
+        if (is_write && impl >= 0) { /* this rank's share, as written */
           if (pread(fd, buf, (size_t)per_rank, rank * per_rank) != per_rank)
             die("pread of the written file failed");
         }
@@ -332,6 +355,17 @@ int main(int argc, char **argv) {
     qsort(ts, (size_t)reps, sizeof *ts, cmp_double);
     qsort(cm, (size_t)reps, sizeof *cm, cmp_double);
     qsort(cs, (size_t)reps, sizeof *cs, cmp_double);
+    qsort(tp, (size_t)reps, sizeof *tp, cmp_double);
+    qsort(cp, (size_t)reps, sizeof *cp, cmp_double);
+    if (rank == 0 && ceiling)
+      printf("{\"impl\":\"%s\",\"op\":\"%s\",\"pattern\":\"%s\",\"ranks\":%d,"
+             "\"cb_buffer_size\":%lld,\"chunk\":%d,\"per_rank\":%lld,"
+             "\"cold\":%s,\"reps\":%d,\"seconds\":%.4f,\"mib_per_s\":%.1f,"
+             "\"cpu_s\":%.4f}\n",
+             is_write ? "pwrite" : "pread", op, pattern, P,
+             (long long)cbl[point / ncache], 1 << 20, (long long)per_rank,
+             cold ? "true" : "false", reps, tp[reps / 2],
+             (double)total / (1 << 20) / tp[reps / 2], cp[reps / 2]);
     if (rank == 0) {
       double mib = (double)total / (1 << 20);
       int64_t dom = (total + cb_nodes - 1) / cb_nodes,
@@ -376,6 +410,8 @@ int main(int argc, char **argv) {
   free(ts);
   free(cm);
   free(cs);
+  free(tp);
+  free(cp);
   MPI_Finalize();
   return every_ident ? 0 : 1;
 usage:
@@ -384,6 +420,6 @@ usage:
                   "[--cold] [--cache warm|cold|warm,cold] [--reps N] [--mpiio "
                   "romio|ompio|mpich-romio] "
                   "[--file PATH] [--exchange shm|msg] [--slot SIZE] "
-                  "[--cb-nodes N]\n");
+                  "[--cb-nodes N] [--ceiling]\n");
   return 2;
 }
