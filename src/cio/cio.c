@@ -42,6 +42,7 @@
 #include <limits.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,12 +134,49 @@ static int errno_class(int e) {
   }
 }
 
+/* ---- collectives that give the core away --------------------------------
+ * Every collective of this file is started non-blocking and completed by
+ * quiet_wait, which gives the waiting rank's core away: to the I/O threads
+ * and to the ranks that have not arrived yet. MPI libraries poll while they
+ * wait (MPICH never yields; Open MPI yields only when it knows it is
+ * oversubscribed), and with more ranks and I/O threads than cores (4 + 4 on
+ * the 2-core bench machine) a polling rank holds a core for its whole time
+ * slice while the rank it waits for cannot run: MPICH's blocking
+ * collectives made one open + contiguous read + close of 256 MiB at P = 4
+ * take 0.5 s, of which the preads were 0.1 s. quiet_wait first tests with
+ * sched_yield between tries (a collective usually completes within
+ * microseconds of the last rank's arrival, and a timed sleep costs at least
+ * the 50 us timer slack), then naps 20 us at a time. The collectives with
+ * no non-blocking form (MPI_Comm_split_type, the shared window's allocation
+ * and free) stay blocking. */
+static int quiet_wait(MPI_Request *req) {
+  int rc = MPI_SUCCESS, done = 0;
+  for (int tries = 0; rc == MPI_SUCCESS && !done; tries++) {
+    rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS && !done) {
+      struct timespec nap = {0, 20000};
+      if (tries < 64)
+        sched_yield();
+      else
+        nanosleep(&nap, NULL);
+    }
+  }
+  return rc;
+}
+
+static int quiet_allreduce(const void *in, void *out, int n, MPI_Datatype t,
+                           MPI_Op op, MPI_Comm comm) {
+  MPI_Request req;
+  int rc = MPI_Iallreduce(in, out, n, t, op, comm, &req);
+  return rc == MPI_SUCCESS ? quiet_wait(&req) : rc;
+}
+
 /* Every rank learns whether any rank failed. Returns the local code if it
  * failed, else the largest code of another rank (with a message), else
  * MPI_SUCCESS. */
 static int agree(MPI_Comm comm, int rc) {
   int any = rc;
-  MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, comm);
+  quiet_allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, comm);
   if (rc != MPI_SUCCESS)
     return rc;
   if (any != MPI_SUCCESS)
@@ -207,7 +245,7 @@ static int agree_values(MPI_Comm comm, int rc, const int64_t *v, int nv,
     in[1 + 2 * i] = v[i];
     in[2 + 2 * i] = -v[i];
   }
-  MPI_Allreduce(in, out, 1 + 2 * nv, MPI_INT64_T, MPI_MAX, comm);
+  quiet_allreduce(in, out, 1 + 2 * nv, MPI_INT64_T, MPI_MAX, comm);
   if (rc != MPI_SUCCESS)
     return rc;
   if (out[0] != MPI_SUCCESS)
@@ -327,6 +365,47 @@ static int agg_setup(swarm_cio_file_t fh) {
   return MPI_SUCCESS;
 }
 
+/* ---- whether every rank shares this node ---------------------------------
+ * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) answers it, but MPICH 4.0 takes
+ * 70-150 ms for it with 4 ranks on 2 cores, more than the whole read of
+ * 256 MiB. The answer is cached on the caller's communicator as an
+ * attribute (as ROMIO caches its node list), so only the first open on a
+ * communicator pays; every rank of it sets the attribute in the same open,
+ * so they agree. Not copied to duplicates of that communicator. */
+static struct {
+  pthread_once_t once;
+  int keyval; /* MPI_KEYVAL_INVALID if it could not be made */
+} node_cache = {PTHREAD_ONCE_INIT, MPI_KEYVAL_INVALID};
+
+static void node_cache_init(void) {
+  if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN,
+                             &node_cache.keyval, NULL) != MPI_SUCCESS)
+    node_cache.keyval = MPI_KEYVAL_INVALID;
+}
+
+/* Collective over `dup` unless `comm` holds the cached answer (then on
+ * every rank). */
+static int all_on_one_node(MPI_Comm comm, MPI_Comm dup, int nprocs) {
+  pthread_once(&node_cache.once, node_cache_init);
+  void *v = NULL;
+  int flag = 0;
+  if (node_cache.keyval != MPI_KEYVAL_INVALID &&
+      MPI_Comm_get_attr(comm, node_cache.keyval, &v, &flag) == MPI_SUCCESS &&
+      flag)
+    return (int)((intptr_t)v - 1);
+  MPI_Comm node;
+  int nnode = 0;
+  if (MPI_Comm_split_type(dup, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+      MPI_SUCCESS) {
+    MPI_Comm_size(node, &nnode);
+    MPI_Comm_free(&node);
+  }
+  int one = nnode == nprocs;
+  if (node_cache.keyval != MPI_KEYVAL_INVALID)
+    MPI_Comm_set_attr(comm, node_cache.keyval, (void *)(intptr_t)(1 + one));
+  return one;
+}
+
 /* ---- open / close -------------------------------------------------------- */
 
 int swarm_cio_open(MPI_Comm comm, const char *path, int amode, MPI_Info info,
@@ -392,8 +471,11 @@ int swarm_cio_open(MPI_Comm comm, const char *path, int amode, MPI_Info info,
       e = errno;
   }
   int e0 = e;
-  if (amode & MPI_MODE_CREATE)
-    MPI_Bcast(&e0, 1, MPI_INT, 0, comm);
+  if (amode & MPI_MODE_CREATE) {
+    MPI_Request req;
+    if (MPI_Ibcast(&e0, 1, MPI_INT, 0, comm, &req) == MPI_SUCCESS)
+      quiet_wait(&req);
+  }
   if (!e && !(rank == 0 && (amode & MPI_MODE_CREATE))) {
     if (e0)
       e = e0; /* creation failed: report the same error everywhere */
@@ -403,9 +485,16 @@ int swarm_cio_open(MPI_Comm comm, const char *path, int amode, MPI_Info info,
   if (e)
     rc = cio_set_error(errno_class(e), "swarm_cio_open: %s: %s", path,
                        strerror(e));
-  if (rc == MPI_SUCCESS && MPI_Comm_dup(comm, &f->comm) != MPI_SUCCESS)
-    rc = cio_set_error(MPI_ERR_OTHER, "swarm_cio_open: MPI_Comm_dup failed");
+  /* Agree before the duplication: it is collective, so a rank whose open
+   * failed must not be the only one to skip it. */
   int grc = agree(comm, rc);
+  if (grc == MPI_SUCCESS) {
+    MPI_Request req;
+    if (MPI_Comm_idup(comm, &f->comm, &req) != MPI_SUCCESS ||
+        quiet_wait(&req) != MPI_SUCCESS)
+      rc = cio_set_error(MPI_ERR_OTHER, "swarm_cio_open: MPI_Comm_idup failed");
+    grc = agree(comm, rc);
+  }
   if (grc != MPI_SUCCESS) {
     if (f) {
       if (f->fd >= 0)
@@ -426,14 +515,7 @@ int swarm_cio_open(MPI_Comm comm, const char *path, int amode, MPI_Info info,
   f->depth = depth;
   f->shm_hint = shm;
   f->slot_max = slot;
-  MPI_Comm node;
-  int nnode = 0;
-  if (MPI_Comm_split_type(f->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
-                          &node) == MPI_SUCCESS) {
-    MPI_Comm_size(node, &nnode);
-    MPI_Comm_free(&node);
-  }
-  f->one_node = nnode == nprocs;
+  f->one_node = all_on_one_node(comm, f->comm, nprocs);
   f->disp = 0;
   f->esize = 1;
   f->fext = f->fsize = 1;
@@ -749,27 +831,10 @@ static int needs_read(const plan_t *p, int64_t c, int is_write) {
          (!is_write || p->cover[c] != p->span_hi[c] - p->span_lo[c]);
 }
 
-/* MPI_Barrier that gives its core away while it waits: the waiting rank's
- * core is then free for the I/O threads and the ranks still copying (MPI
- * libraries poll in their barriers, and on a busy node the poll takes the
- * CPU the others need to arrive). It first tests with sched_yield between
- * tries (a barrier usually completes within microseconds of the last rank's
- * copies, and a timed sleep costs at least the 50 us timer slack), then
- * naps 20 us at a time. */
 static int quiet_barrier(MPI_Comm comm) {
   MPI_Request req;
-  int rc = MPI_Ibarrier(comm, &req), done = 0;
-  for (int tries = 0; rc == MPI_SUCCESS && !done; tries++) {
-    rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    if (rc == MPI_SUCCESS && !done) {
-      struct timespec nap = {0, 20000};
-      if (tries < 64)
-        sched_yield();
-      else
-        nanosleep(&nap, NULL);
-    }
-  }
-  return rc;
+  int rc = MPI_Ibarrier(comm, &req);
+  return rc == MPI_SUCCESS ? quiet_wait(&req) : rc;
 }
 
 /* Queues the I/O of cycle c's span on slot c % D (shared window). Direct
@@ -917,7 +982,10 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
     cio_list_free(&acc);
     return rc;
   }
-  MPI_Allgather(mine3, 3, MPI_INT64_T, all, 3, MPI_INT64_T, comm);
+  MPI_Request req;
+  if (MPI_Iallgather(mine3, 3, MPI_INT64_T, all, 3, MPI_INT64_T, comm, &req) ==
+      MPI_SUCCESS)
+    quiet_wait(&req);
   int other = MPI_SUCCESS;
   int64_t gmin = INT64_MAX, gmax = -1;
   for (int r = 0; r < P; r++) {
@@ -1011,7 +1079,9 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
     rc = arc;
   rc = agree(comm, rc);
   if (rc == MPI_SUCCESS) {
-    MPI_Alltoall(scount, 1, MPI_INT, p.ocount, 1, MPI_INT, comm);
+    if (MPI_Ialltoall(scount, 1, MPI_INT, p.ocount, 1, MPI_INT, comm, &req) ==
+        MPI_SUCCESS)
+      quiet_wait(&req);
     int64_t tot = 0;
     for (int r = 0; r < P; r++) {
       p.odispl[r] = (int)tot;
@@ -1023,8 +1093,9 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
       rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for block lists");
     rc = agree(comm, rc);
     if (rc == MPI_SUCCESS)
-      MPI_Alltoallv(pairs, scount, sdispl, MPI_INT64_T, p.others, p.ocount,
-                    p.odispl, MPI_INT64_T, comm);
+      if (MPI_Ialltoallv(pairs, scount, sdispl, MPI_INT64_T, p.others, p.ocount,
+                         p.odispl, MPI_INT64_T, comm, &req) == MPI_SUCCESS)
+        quiet_wait(&req);
   }
   free(scount);
   free(sdispl);
@@ -1161,8 +1232,8 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
     for (int64_t c = 0; me_agg >= 0 && c < p.ncycles; c++)
       p.sync[c] = span_ok(&p, c) && p.direct[c] < 0;
     if (p.ncycles > 0 &&
-        MPI_Allreduce(MPI_IN_PLACE, p.sync, (int)p.ncycles, MPI_UNSIGNED_CHAR,
-                      MPI_MAX, comm) != MPI_SUCCESS)
+        quiet_allreduce(MPI_IN_PLACE, p.sync, (int)p.ncycles, MPI_UNSIGNED_CHAR,
+                        MPI_MAX, comm) != MPI_SUCCESS)
       rc = agree(comm, cio_set_error(MPI_ERR_OTHER,
                                      "allreduce of the cycle plan failed"));
   }
