@@ -22,8 +22,9 @@
  *      a span with holes was pread into the slot beforehand (queued behind
  *      the pwrite that last used the slot).
  *      That is the exchange by messages. When every rank shares one node
- *      (MPI_Comm_split_type) and depth >= 2, the slots live instead in an
- *      MPI shared-memory window and each rank copies its own pieces straight
+ *      (MPI_Comm_split_type) and depth >= 2, the slots live instead in a
+ *      shared-memory segment ("the shared window": POSIX shm mapped by
+ *      every rank, shm_segment) and each rank copies its own pieces straight
  *      between its stream and the aggregators' slots, one barrier per cycle
  *      (shm_cycles): one memcpy per byte, spread over all ranks, instead of
  *      pack + send + receive + unpack with the aggregator in the middle.
@@ -46,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -82,12 +84,13 @@ struct swarm_cio_file {
   int64_t slot_size;
   char **slots; /* this aggregator's `depth` slots */
   /* shared-window exchange (agg_setup decides): every aggregator's slots
-   * live in one MPI shared-memory window, which stays in a lock_all epoch
-   * while it exists; agg_base[i] is aggregator i's first slot, as mapped
+   * live in one POSIX shared-memory segment that every rank maps
+   * (shm_map, shm_len); agg_base[i] is aggregator i's first slot, as mapped
    * here. */
   int shm;
   int agg_rc; /* agg_setup's outcome, kept while agg_ready */
-  MPI_Win win;
+  char *shm_map;
+  size_t shm_len;
   char **agg_base;
   cio_io_t io;
 };
@@ -146,9 +149,8 @@ static int errno_class(int e) {
  * take 0.5 s, of which the preads were 0.1 s. quiet_wait first tests with
  * sched_yield between tries (a collective usually completes within
  * microseconds of the last rank's arrival, and a timed sleep costs at least
- * the 50 us timer slack), then naps 20 us at a time. The collectives with
- * no non-blocking form (MPI_Comm_split_type, the shared window's allocation
- * and free) stay blocking. */
+ * the 50 us timer slack), then naps 20 us at a time. MPI_Comm_split_type,
+ * which has no non-blocking form, stays blocking (and is cached). */
 static int quiet_wait(MPI_Request *req) {
   int rc = MPI_SUCCESS, done = 0;
   for (int tries = 0; rc == MPI_SUCCESS && !done; tries++) {
@@ -270,16 +272,17 @@ static int agg_rank(const swarm_cio_file_t fh, int i) {
   return (int)((int64_t)i * fh->nprocs / fh->cb_nodes);
 }
 
-/* Collective (every rank calls it at the same point: close, or set_view
- * with new hints). */
+/* Local: every rank calls it at the same point (close, or set_view with new
+ * hints), after the last collective call's final agreement, so no rank
+ * still uses the segment. */
 static void agg_free(swarm_cio_file_t fh) {
   if (!fh->agg_ready)
     return;
   if (fh->agg_index >= 0)
     cio_io_stop(&fh->io);
   if (fh->shm) {
-    MPI_Win_unlock_all(fh->win);
-    MPI_Win_free(&fh->win);
+    munmap(fh->shm_map, fh->shm_len);
+    fh->shm_map = NULL;
     free(fh->agg_base);
     fh->agg_base = NULL;
     fh->shm = 0;
@@ -292,10 +295,72 @@ static void agg_free(swarm_cio_file_t fh) {
   fh->agg_ready = 0;
 }
 
+/* The shared segment of every aggregator's slots, mapped on every rank
+ * (collective). Rank 0 creates it under a fresh name and sizes it with
+ * posix_fallocate (a full /dev/shm fails here, not with SIGBUS at a page
+ * fault in the middle of a copy), the others open the name, and once all
+ * have mapped it the name is removed, so nothing outlives the processes.
+ * Returns the mapping, or NULL on every rank if any rank failed (the
+ * exchange then goes by messages).
+ *
+ * Why not MPI_Win_allocate_shared, which did this before: MPICH 4.0 took
+ * 1.8 ms for it with 2 ranks and 85-100 ms with 4 ranks on 2 cores (its
+ * internal collectives poll), per open, against 0.1-0.2 ms for this. The
+ * memory-model duty MPI_Win_sync did is a full fence around each cycle's
+ * barrier (shm_cycles). */
+static char *shm_segment(swarm_cio_file_t fh, size_t len) {
+  struct {
+    int err;
+    char name[64];
+  } msg;
+  memset(&msg, 0, sizeof msg);
+  int fd = -1, err = 0;
+  if (fh->rank == 0) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    for (int tries = 0; tries < 8; tries++) {
+      snprintf(msg.name, sizeof msg.name, "/swarm-cio.%d.%lx.%d", (int)getpid(),
+               (unsigned long)(t.tv_sec * 1000000000L + t.tv_nsec), tries);
+      fd = shm_open(msg.name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (fd >= 0 || errno != EEXIST)
+        break;
+    }
+    if (fd < 0)
+      msg.err = errno ? errno : EEXIST;
+    else if ((msg.err = posix_fallocate(fd, 0, (off_t)len)) != 0)
+      shm_unlink(msg.name);
+  }
+  MPI_Request req;
+  if (MPI_Ibcast(&msg, (int)sizeof msg, MPI_BYTE, 0, fh->comm, &req) !=
+          MPI_SUCCESS ||
+      quiet_wait(&req) != MPI_SUCCESS)
+    msg.err = msg.err ? msg.err : EIO;
+  if (!msg.err && fh->rank != 0 &&
+      (fd = shm_open(msg.name, O_RDWR | O_CLOEXEC, 0)) < 0)
+    err = errno;
+  char *map = NULL;
+  if (!msg.err && !err) {
+    map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) {
+      map = NULL;
+      err = errno;
+    }
+  }
+  if (fd >= 0)
+    close(fd);
+  int any = msg.err ? msg.err : err;
+  quiet_allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, fh->comm);
+  if (fh->rank == 0 && !msg.err)
+    shm_unlink(msg.name); /* everyone has opened it by now */
+  if (any && map) {
+    munmap(map, len);
+    map = NULL;
+  }
+  return map;
+}
+
 /* Collective: called by every rank at the same point of a collective call,
- * after the ranks agreed that none failed. With the shared window, the
- * window exists (and agg_ready is set) even if a later local step fails, so
- * agg_free still frees it collectively. */
+ * after the ranks agreed that none failed. */
 static int agg_setup(swarm_cio_file_t fh) {
   if (fh->agg_ready)
     return fh->agg_rc;
@@ -311,37 +376,32 @@ static int agg_setup(swarm_cio_file_t fh) {
   fh->slot_size = (fh->cb_size + fh->depth - 1) / fh->depth;
   if (fh->slot_size > fh->slot_max)
     fh->slot_size = fh->slot_max;
-  int64_t bytes = fh->agg_index >= 0 ? fh->slot_size * fh->depth : 0;
+  size_t per_agg = (size_t)fh->slot_size * (size_t)fh->depth;
   char *base = NULL;
   /* Depth 1 keeps messages: the shared cycle loop frees a slot one barrier
    * after its copies, so it needs a second slot to fill meanwhile. */
   fh->shm = fh->shm_hint && fh->one_node && fh->depth >= 2;
   if (fh->shm) {
-    MPI_Info winfo;
-    MPI_Info_create(&winfo);
-    MPI_Info_set(winfo, "alloc_shared_noncontig", "true");
-    int wrc = MPI_Win_allocate_shared((MPI_Aint)bytes, 1, winfo, fh->comm,
-                                      &base, &fh->win);
-    MPI_Info_free(&winfo);
-    if (wrc != MPI_SUCCESS)
-      return cio_set_error(MPI_ERR_NO_MEM,
-                           "cannot allocate the shared collective buffer "
-                           "window (%lld bytes here)",
-                           (long long)bytes);
-    MPI_Win_lock_all(MPI_MODE_NOCHECK, fh->win);
-    /* From here the window exists on every rank: a failure below is kept
-     * in agg_rc (later calls fail too) and agg_free frees it at close. */
-    fh->agg_ready = 1;
+    fh->shm_len = per_agg * (size_t)fh->cb_nodes;
     fh->agg_base = calloc((size_t)fh->cb_nodes, sizeof *fh->agg_base);
-    if (!fh->agg_base)
-      return fh->agg_rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory");
-    for (int i = 0; i < fh->cb_nodes; i++) {
-      MPI_Aint sz;
-      int du;
-      MPI_Win_shared_query(fh->win, agg_rank(fh, i), &sz, &du,
-                           &fh->agg_base[i]);
+    int bad = fh->agg_base == NULL;
+    quiet_allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, fh->comm);
+    fh->shm_map = bad ? NULL : shm_segment(fh, fh->shm_len);
+    if (!fh->shm_map) { /* no shared memory: exchange by messages */
+      free(fh->agg_base);
+      fh->agg_base = NULL;
+      fh->shm = 0;
+    } else {
+      for (int i = 0; i < fh->cb_nodes; i++)
+        fh->agg_base[i] = fh->shm_map + (size_t)i * per_agg;
+      if (fh->agg_index >= 0)
+        base = fh->agg_base[fh->agg_index];
     }
   }
+  /* The collective part is done: from here a failure is local, kept in
+   * agg_rc (later calls fail too, without repeating the collective part),
+   * and agg_free releases what was made. */
+  fh->agg_ready = 1;
   if (fh->agg_index >= 0) {
     fh->slots = calloc((size_t)fh->depth, sizeof *fh->slots);
     int ok = fh->slots != NULL;
@@ -895,9 +955,11 @@ static void queue_span(swarm_cio_file_t fh, plan_t *p, char *stream, int kind,
  * Writes need one more barrier (c == ncycles) to queue the last pwrite, and
  * D >= 2 (agg_setup keeps messages for D == 1): the slot written in cycle c
  * must not be the one whose pwrite is queued only after cycle c's barrier.
- * MPI_Win_sync around the barrier makes the copies and the I/O thread's
- * bytes (handed over under the I/O queue's mutex) visible to the other
- * ranks, as MPI's unified memory model asks.
+ * A full fence on each side of the barrier orders the copies and the I/O
+ * thread's bytes (handed over under the I/O queue's mutex) before the
+ * barrier's messages, and the other ranks' reads after them (what
+ * MPI_Win_sync did when the slots were an MPI window; the barrier alone is
+ * not documented to order plain stores on weakly ordered machines).
  *
  * A cycle whose span holds only the aggregator's own bytes (p->direct, e.g.
  * every cycle of a contiguous pattern) needs no exchange at all: the I/O
@@ -927,11 +989,11 @@ static int shm_cycles(swarm_cio_file_t fh, plan_t *p, char *stream,
      * direct shares no slot, so between two such cycles there is none (a
      * contiguous pattern runs without any). */
     if ((c < n && p->sync[c]) || (c >= 1 && p->sync[c - 1])) {
-      MPI_Win_sync(fh->win);
+      __atomic_thread_fence(__ATOMIC_SEQ_CST);
       if (quiet_barrier(fh->comm) != MPI_SUCCESS && xrc == MPI_SUCCESS)
         xrc = cio_set_error(MPI_ERR_OTHER, "the barrier of cycle %lld failed",
                             (long long)c);
-      MPI_Win_sync(fh->win);
+      __atomic_thread_fence(__ATOMIC_SEQ_CST);
     }
     if (me >= 0 && c >= 1) {
       if (is_write && span_ok(p, c - 1))
