@@ -4,7 +4,8 @@
 Reads the JSON lines of build/bench/cio and build/bench/cio-mpich (one or
 more files: several sweeps are pooled). Each run prints the reference MPI-IO
 line and then swarm's line, measured alternately in the same run; a row here
-is one (op, pattern, ranks, cb_buffer_size, cache) point, with the median
+is one (op, pattern, ranks, aggregators, cb_buffer_size, cache) point
+(`aggs` is "?" for lines from before the bench printed it), with the median
 MiB/s over the runs of each reference and of swarm's runs against it, and
 `x`, the median over runs of swarm / reference within a run (paired, so a
 load change between runs moves both sides of a ratio alike). Runs made with
@@ -48,26 +49,27 @@ def main(argv):
                 continue
             ident = ident and d["identical"]
             key = (d["op"], d["pattern"], d["ranks"], d["cb_buffer_size"],
-                   "cold" if d["cold"] else "warm", prev["cycles"])
+                   "cold" if d["cold"] else "warm", prev["cycles"],
+                   str(d.get("aggregators", "?")))
             r = pts.setdefault(key, {}).setdefault(prev["impl"], ([], []))
             r[0].append(prev["mib_per_s"])
             r[1].append(d["mib_per_s"])
             prev = None
     refs = ["romio", "ompio", "mpich-romio"]
-    hdr = "| op | pattern | P | cb MiB | cache | ROMIO cycles |"
+    hdr = "| op | pattern | P | aggs | cb MiB | cache | ROMIO cycles |"
     if plain:
         hdr += " plain |"
     for ref in refs:
         hdr += f" {ref} | swarm | x |"
     print(hdr)
-    print("|" + "---|" * (6 + (1 if plain else 0) + 3 * len(refs)))
+    print("|" + "---|" * (7 + (1 if plain else 0) + 3 * len(refs)))
     for key in sorted(pts):
-        op, pat, p, cb, cache, cyc = key
+        op, pat, p, cb, cache, cyc, aggs = key
         if cold_only and cache != "cold":
             continue
         if cyc < min_cycles:
             continue
-        row = f"| {op} | {pat} | {p} | {cb >> 20} | {cache} | {cyc} |"
+        row = f"| {op} | {pat} | {p} | {aggs} | {cb >> 20} | {cache} | {cyc} |"
         if plain:
             v = plain.get((op, pat, p, cb, cache))
             row += f" {statistics.median(v):.0f} |" if v else " - |"
