@@ -25,9 +25,9 @@
  *      (MPI_Comm_split_type) and depth >= 2, the slots live instead in a
  *      shared-memory segment ("the shared window": POSIX shm mapped by
  *      every rank, shm_segment) and each rank copies its own pieces straight
- *      between its stream and the aggregators' slots, one barrier per cycle
- *      (shm_cycles): one memcpy per byte, spread over all ranks, instead of
- *      pack + send + receive + unpack with the aggregator in the middle.
+ *      between its stream and the aggregators' slots, ordered by counters
+ *      in the segment (shm_cycles): one memcpy per byte, spread over all ranks,
+ * instead of pack + send + receive + unpack with the aggregator in the middle.
  *      The aggregator's own pieces skip the slot: the I/O thread's preadv /
  *      pwritev of the span scatters / gathers them straight to / from its
  *      stream (queue_span).
@@ -92,6 +92,13 @@ struct swarm_cio_file {
   char *shm_map;
   size_t shm_len;
   char **agg_base;
+  /* Before the slots, the segment holds cycle counters (shm_ctl): per
+   * aggregator i, ready = the last cycle whose slot i made ready, plus 1,
+   * and for every rank r, copied[r] = the last cycle whose pieces r has
+   * copied to / from i's slot, plus 1; cycles count on across calls from
+   * cycle_base (equal on every rank), so the counters never go back. */
+  size_t shm_ctl_bytes;
+  int64_t cycle_base;
   cio_io_t io;
 };
 
@@ -306,8 +313,8 @@ static void agg_free(swarm_cio_file_t fh) {
  * Why not MPI_Win_allocate_shared, which did this before: MPICH 4.0 took
  * 1.8 ms for it with 2 ranks and 85-100 ms with 4 ranks on 2 cores (its
  * internal collectives poll), per open, against 0.1-0.2 ms for this. The
- * memory-model duty MPI_Win_sync did is a full fence around each cycle's
- * barrier (shm_cycles). */
+ * memory-model duty MPI_Win_sync did is done by the release / acquire
+ * order of the segment's cycle counters (shm_cycles). */
 static char *shm_segment(swarm_cio_file_t fh, size_t len) {
   struct {
     int err;
@@ -378,11 +385,16 @@ static int agg_setup(swarm_cio_file_t fh) {
     fh->slot_size = fh->slot_max;
   size_t per_agg = (size_t)fh->slot_size * (size_t)fh->depth;
   char *base = NULL;
-  /* Depth 1 keeps messages: the shared cycle loop frees a slot one barrier
+  /* Depth 1 keeps messages: the shared cycle loop frees a slot one cycle
    * after its copies, so it needs a second slot to fill meanwhile. */
   fh->shm = fh->shm_hint && fh->one_node && fh->depth >= 2;
   if (fh->shm) {
-    fh->shm_len = per_agg * (size_t)fh->cb_nodes;
+    /* one 64-byte line per counter: aggregators' and ranks' stores do not
+     * share lines; the slots start on a page */
+    fh->shm_ctl_bytes =
+        ((size_t)fh->cb_nodes * (size_t)(fh->nprocs + 1) * 64 + 4095) &
+        ~(size_t)4095;
+    fh->shm_len = fh->shm_ctl_bytes + per_agg * (size_t)fh->cb_nodes;
     fh->agg_base = calloc((size_t)fh->cb_nodes, sizeof *fh->agg_base);
     int bad = fh->agg_base == NULL;
     quiet_allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, fh->comm);
@@ -393,7 +405,7 @@ static int agg_setup(swarm_cio_file_t fh) {
       fh->shm = 0;
     } else {
       for (int i = 0; i < fh->cb_nodes; i++)
-        fh->agg_base[i] = fh->shm_map + (size_t)i * per_agg;
+        fh->agg_base[i] = fh->shm_map + fh->shm_ctl_bytes + (size_t)i * per_agg;
       if (fh->agg_index >= 0)
         base = fh->agg_base[fh->agg_index];
     }
@@ -833,10 +845,6 @@ typedef struct plan {
   struct iovec *iov;
   int iov_per_slot;
   cursor_t icur;
-  /* shared window only, equal on every rank: sync[c] = 1 when some rank
-   * copies to or from some aggregator's slot in cycle c (some aggregator's
-   * span of cycle c is not direct) */
-  unsigned char *sync;
   cursor_t *ocur; /* per rank */
   cursor_t *mcur; /* per aggregator */
   char *sbuf, *rbuf;
@@ -856,7 +864,6 @@ static void plan_free(plan_t *p) {
   free(p->direct);
   free(p->scatter);
   free(p->iov);
-  free(p->sync);
   free(p->ocur);
   free(p->mcur);
   free(p->sbuf);
@@ -891,10 +898,23 @@ static int needs_read(const plan_t *p, int64_t c, int is_write) {
          (!is_write || p->cover[c] != p->span_hi[c] - p->span_lo[c]);
 }
 
-static int quiet_barrier(MPI_Comm comm) {
-  MPI_Request req;
-  int rc = MPI_Ibarrier(comm, &req);
-  return rc == MPI_SUCCESS ? quiet_wait(&req) : rc;
+/* Aggregator i's counter k (0: ready, 1 + r: copied by rank r) in the
+ * shared segment. */
+static int64_t *shm_ctl(swarm_cio_file_t fh, int i, int k) {
+  return (int64_t *)(fh->shm_map +
+                     ((size_t)i * (size_t)(fh->nprocs + 1) + (size_t)k) * 64);
+}
+
+/* Waits until *x >= v (another process stores it, with release): yields
+ * for 64 tries, then naps 20 us at a time, like quiet_wait. */
+static void wait_at_least(const int64_t *x, int64_t v) {
+  for (int tries = 0; __atomic_load_n(x, __ATOMIC_ACQUIRE) < v; tries++) {
+    struct timespec nap = {0, 20000};
+    if (tries < 64)
+      sched_yield();
+    else
+      nanosleep(&nap, NULL);
+  }
 }
 
 /* Queues the I/O of cycle c's span on slot c % D (shared window). Direct
@@ -944,22 +964,28 @@ static void queue_span(swarm_cio_file_t fh, plan_t *p, char *stream, int kind,
  * its pieces without asking; the I/O thread preads / pwrites just the span
  * [span_lo, span_hi) of the window at that place.
  *
- * One barrier per cycle c orders everything. Before it, each aggregator
- * waits for the I/O queued on slot c % D: read: the slot holds cycle c's
- * data; write: the pwrite of cycle c - D is done and, with holes, cycle c's
- * span has been pre-read. After it, every rank has finished its copies of
- * cycle c - 1 (it copied before entering the barrier), so the aggregator
- * queues what slot (c - 1) % D does next: write: the pwrite of cycle c - 1;
- * then the read of cycle c - 1 + D (pre-read, for writes with holes). The
- * I/O thread thus keeps D - 1 cycles of I/O queued while the ranks copy.
- * Writes need one more barrier (c == ncycles) to queue the last pwrite, and
- * D >= 2 (agg_setup keeps messages for D == 1): the slot written in cycle c
- * must not be the one whose pwrite is queued only after cycle c's barrier.
- * A full fence on each side of the barrier orders the copies and the I/O
- * thread's bytes (handed over under the I/O queue's mutex) before the
- * barrier's messages, and the other ranks' reads after them (what
- * MPI_Win_sync did when the slots were an MPI window; the barrier alone is
- * not documented to order plain stores on weakly ordered machines).
+ * Two counters per aggregator and cycle order everything (shm_ctl), with
+ * no barrier: a rank waits only for the aggregators whose slots it uses,
+ * and only the aggregator waits for the ranks. In cycle c each aggregator
+ * waits for the I/O queued on slot c % D (read: the slot holds cycle c's
+ * data; write: the pwrite of cycle c - D is done and, with holes, cycle
+ * c's span has been pre-read) and publishes `ready` = c + 1. A rank that
+ * has pieces in aggregator i's window of cycle c waits for i's ready to
+ * reach c + 1, copies, and publishes its `copied` = c + 1 for i (every
+ * rank, every cycle, pieces or not). Before it queues what slot
+ * (c - 1) % D does next — write: the pwrite of cycle c - 1; then the read
+ * of cycle c - 1 + D (pre-read, for writes with holes) — the aggregator
+ * waits until every rank's copied reaches c, unless nobody else used that
+ * slot in cycle c - 1 (a direct span). The I/O thread thus keeps D - 1
+ * cycles of I/O queued while the ranks copy. Writes need one more step
+ * (c == ncycles) to queue the last pwrite, and D >= 2 (agg_setup keeps
+ * messages for D == 1): the slot written in cycle c must not be the one
+ * whose pwrite is queued only after cycle c's copies. Release stores and
+ * acquire loads of the counters order the copies and the I/O thread's
+ * bytes (handed to the aggregator under the I/O queue's mutex) between
+ * processes. The rank waits could not deadlock: each waits for an event of
+ * an earlier or the same cycle, which its owner publishes before waiting
+ * for anything of a later one.
  *
  * A cycle whose span holds only the aggregator's own bytes (p->direct, e.g.
  * every cycle of a contiguous pattern) needs no exchange at all: the I/O
@@ -975,27 +1001,24 @@ static int shm_cycles(swarm_cio_file_t fh, plan_t *p, char *stream,
   int64_t S = fh->slot_size, n = p->ncycles;
   cio_io_t *io = &fh->io;
   int64_t flo = me >= 0 ? dom_lo(p, me, gmax) : 0;
-  int xrc = MPI_SUCCESS;
+  int xrc = MPI_SUCCESS, P = fh->nprocs;
+  int64_t base = fh->cycle_base;
+  fh->cycle_base += n + 1;
 #define QUEUE(kind, c) queue_span(fh, p, stream, kind, c, flo, is_write)
   for (int64_t c = 0; me >= 0 && c < n && c < D; c++)
     if (needs_read(p, c, is_write))
       QUEUE(CIO_OP_READ, c);
   for (int64_t c = 0; c < n + is_write; c++) {
-    if (me >= 0 && c < n)
+    if (me >= 0 && c < n) {
       cio_io_wait_slot(io, (int)(c % D));
-    /* The barrier guards slots that ranks share: cycle c's (filled / free
-     * before the copies) and cycle c - 1's (copies done before its pwrite
-     * and before its slot is refilled). A cycle in which every span is
-     * direct shares no slot, so between two such cycles there is none (a
-     * contiguous pattern runs without any). */
-    if ((c < n && p->sync[c]) || (c >= 1 && p->sync[c - 1])) {
-      __atomic_thread_fence(__ATOMIC_SEQ_CST);
-      if (quiet_barrier(fh->comm) != MPI_SUCCESS && xrc == MPI_SUCCESS)
-        xrc = cio_set_error(MPI_ERR_OTHER, "the barrier of cycle %lld failed",
-                            (long long)c);
-      __atomic_thread_fence(__ATOMIC_SEQ_CST);
+      __atomic_store_n(shm_ctl(fh, me, 0), base + c + 1, __ATOMIC_RELEASE);
     }
     if (me >= 0 && c >= 1) {
+      /* slot (c - 1) % D is free once every rank that may have used it in
+       * cycle c - 1 is done with it */
+      if (span_ok(p, c - 1) && p->direct[c - 1] < 0)
+        for (int r = 0; r < P; r++)
+          wait_at_least(shm_ctl(fh, me, 1 + r), base + c);
       if (is_write && span_ok(p, c - 1))
         QUEUE(CIO_OP_WRITE, c - 1);
       if (c - 1 + D < n && needs_read(p, c - 1 + D, is_write))
@@ -1009,6 +1032,9 @@ static int shm_cycles(swarm_cio_file_t fh, plan_t *p, char *stream,
       char *slot = fh->agg_base[i] + (c % D) * S;
       /* the I/O thread moves these */
       int direct = i == me && (p->direct[c] >= 0 || p->scatter[c]);
+      cursor_t peek = p->mcur[i];
+      if (!direct && cursor_next(&peek, whi, &off, &len, &pos))
+        wait_at_least(shm_ctl(fh, i, 0), base + c + 1);
       while (cursor_next(&p->mcur[i], whi, &off, &len, &pos)) {
         if (direct)
           continue;
@@ -1017,6 +1043,8 @@ static int shm_cycles(swarm_cio_file_t fh, plan_t *p, char *stream,
         else
           memcpy(stream + pos, slot + (off - wlo), (size_t)len);
       }
+      __atomic_store_n(shm_ctl(fh, i, 1 + fh->rank), base + c + 1,
+                       __ATOMIC_RELEASE);
     }
   }
 #undef QUEUE
@@ -1281,24 +1309,12 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
       agg_cap = p.cover[c];
   if (fh->shm) /* no exchange buffers: ranks copy to and from the slots */
     mine_cap = agg_cap = 0;
-  if (rc == MPI_SUCCESS && fh->shm &&
-      !(p.sync = calloc((size_t)p.ncycles + 1, 1)))
-    rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for the cycle plan");
   if (rc == MPI_SUCCESS && (grow(is_write ? &p.sbuf : &p.rbuf,
                                  is_write ? &p.scap : &p.rcap, mine_cap) ||
                             grow(is_write ? &p.rbuf : &p.sbuf,
                                  is_write ? &p.rcap : &p.scap, agg_cap)))
     rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for exchange buffers");
   rc = agree(comm, rc);
-  if (rc == MPI_SUCCESS && fh->shm) {
-    for (int64_t c = 0; me_agg >= 0 && c < p.ncycles; c++)
-      p.sync[c] = span_ok(&p, c) && p.direct[c] < 0;
-    if (p.ncycles > 0 &&
-        quiet_allreduce(MPI_IN_PLACE, p.sync, (int)p.ncycles, MPI_UNSIGNED_CHAR,
-                        MPI_MAX, comm) != MPI_SUCCESS)
-      rc = agree(comm, cio_set_error(MPI_ERR_OTHER,
-                                     "allreduce of the cycle plan failed"));
-  }
   if (rc != MPI_SUCCESS) {
     plan_free(&p);
     return rc;
