@@ -17,6 +17,8 @@
 #                   default to keep the sweep under 15 minutes on the shared
 #                   2-core machine (all four cb sizes took 17 min there):
 #                   CIO_CBS="1M 4M 16M 64M" for the full range.
+#                   CIO_FLAGS: more flags for every run, e.g. --ceiling
+#                   (the plain-stream line, the summary's `plain` column).
 DEPS_GROUPS += mpi mpich
 EXTRA_TESTS += test-cio
 
@@ -28,6 +30,7 @@ CIO_OPS      ?= read write
 CIO_CACHES   ?= warm cold
 CIO_IMPLS    ?= romio ompio mpich-romio
 CIO_REPS     ?= 3
+CIO_FLAGS    ?=
 CIO_RESULTS  ?= $(BUILD)/bench/cio-results.jsonl
 CIO_MPIRUN   ?= mpirun --allow-run-as-root --oversubscribe
 CIO_MPIRUN_MPICH ?= mpirun.mpich
@@ -62,7 +65,7 @@ bench-cio: build
 	    else run="$(CIO_MPIRUN) -n $$p $(BUILD)/bench/cio"; fi; \
 	    $$run --pattern $$pat --op $$op --cb $(subst $(space),$(comma),$(strip $(CIO_CBS))) \
 	      --cache $(subst $(space),$(comma),$(strip $(CIO_CACHES))) --per-rank $(CIO_PER_RANK) \
-	      --reps $(CIO_REPS) --mpiio $$io | tee -a $(CIO_RESULTS) || exit 1; \
+	      --reps $(CIO_REPS) --mpiio $$io $(CIO_FLAGS) | tee -a $(CIO_RESULTS) || exit 1; \
 	  done; done; done; done; \
 	echo "bench-cio: $$(( $$(date +%s) - start )) s, results in $(CIO_RESULTS)"; \
 	python3 tools/cio_summary.py $(CIO_RESULTS)

@@ -72,8 +72,9 @@ typedef struct swarm_cio_file *swarm_cio_file_t;
  *                    memory never exceeds cb_buffer_size and buffers stay
  *                    cache-sized
  *   swarm_cio_shm    1 (default): when every rank of comm shares one node
- *                    and depth >= 2, the collective buffers are an MPI
- *                    shared-memory window and ranks copy their pieces to and
+ *                    and depth >= 2, the collective buffers are a POSIX
+ *                    shared-memory segment every rank maps (messages if it
+ *                    cannot be made) and ranks copy their pieces to and
  *                    from them directly; 0: always exchange by messages
  * Unknown hints are ignored. The view starts as MPI's default (displacement
  * 0, etype and filetype MPI_BYTE). Returns MPI_SUCCESS and stores the handle

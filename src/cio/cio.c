@@ -22,11 +22,15 @@
  *      a span with holes was pread into the slot beforehand (queued behind
  *      the pwrite that last used the slot).
  *      That is the exchange by messages. When every rank shares one node
- *      (MPI_Comm_split_type) and depth >= 2, the slots live instead in an
- *      MPI shared-memory window and each rank copies its own pieces straight
- *      between its stream and the aggregators' slots, one barrier per cycle
- *      (shm_cycles): one memcpy per byte, spread over all ranks, instead of
- *      pack + send + receive + unpack with the aggregator in the middle.
+ *      (MPI_Comm_split_type) and depth >= 2, the slots live instead in a
+ *      shared-memory segment ("the shared window": POSIX shm mapped by
+ *      every rank, shm_segment) and each rank copies its own pieces straight
+ *      between its stream and the aggregators' slots, ordered by counters
+ *      in the segment (shm_cycles): one memcpy per byte, spread over all ranks,
+ * instead of pack + send + receive + unpack with the aggregator in the middle.
+ *      The aggregator's own pieces skip the slot: the I/O thread's preadv /
+ *      pwritev of the span scatters / gathers them straight to / from its
+ *      stream (queue_span).
  *      Hint swarm_cio_shm=0 keeps messages.
  *   4. Drain the I/O thread and allreduce the error, so every rank returns
  *      the same result.
@@ -39,9 +43,11 @@
 #include <limits.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -78,13 +84,21 @@ struct swarm_cio_file {
   int64_t slot_size;
   char **slots; /* this aggregator's `depth` slots */
   /* shared-window exchange (agg_setup decides): every aggregator's slots
-   * live in one MPI shared-memory window, which stays in a lock_all epoch
-   * while it exists; agg_base[i] is aggregator i's first slot, as mapped
+   * live in one POSIX shared-memory segment that every rank maps
+   * (shm_map, shm_len); agg_base[i] is aggregator i's first slot, as mapped
    * here. */
   int shm;
   int agg_rc; /* agg_setup's outcome, kept while agg_ready */
-  MPI_Win win;
+  char *shm_map;
+  size_t shm_len;
   char **agg_base;
+  /* Before the slots, the segment holds cycle counters (shm_ctl): per
+   * aggregator i, ready = the last cycle whose slot i made ready, plus 1,
+   * and for every rank r, copied[r] = the last cycle whose pieces r has
+   * copied to / from i's slot, plus 1; cycles count on across calls from
+   * cycle_base (equal on every rank), so the counters never go back. */
+  size_t shm_ctl_bytes;
+  int64_t cycle_base;
   cio_io_t io;
 };
 
@@ -130,12 +144,48 @@ static int errno_class(int e) {
   }
 }
 
+/* ---- collectives that give the core away --------------------------------
+ * Every collective of this file is started non-blocking and completed by
+ * quiet_wait, which gives the waiting rank's core away: to the I/O threads
+ * and to the ranks that have not arrived yet. MPI libraries poll while they
+ * wait (MPICH never yields; Open MPI yields only when it knows it is
+ * oversubscribed), and with more ranks and I/O threads than cores (4 + 4 on
+ * the 2-core bench machine) a polling rank holds a core for its whole time
+ * slice while the rank it waits for cannot run: MPICH's blocking
+ * collectives made one open + contiguous read + close of 256 MiB at P = 4
+ * take 0.5 s, of which the preads were 0.1 s. quiet_wait first tests with
+ * sched_yield between tries (a collective usually completes within
+ * microseconds of the last rank's arrival, and a timed sleep costs at least
+ * the 50 us timer slack), then naps 20 us at a time. MPI_Comm_split_type,
+ * which has no non-blocking form, stays blocking (and is cached). */
+static int quiet_wait(MPI_Request *req) {
+  int rc = MPI_SUCCESS, done = 0;
+  for (int tries = 0; rc == MPI_SUCCESS && !done; tries++) {
+    rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS && !done) {
+      struct timespec nap = {0, 20000};
+      if (tries < 64)
+        sched_yield();
+      else
+        nanosleep(&nap, NULL);
+    }
+  }
+  return rc;
+}
+
+static int quiet_allreduce(const void *in, void *out, int n, MPI_Datatype t,
+                           MPI_Op op, MPI_Comm comm) {
+  MPI_Request req;
+  int rc = MPI_Iallreduce(in, out, n, t, op, comm, &req);
+  return rc == MPI_SUCCESS ? quiet_wait(&req) : rc;
+}
+
 /* Every rank learns whether any rank failed. Returns the local code if it
  * failed, else the largest code of another rank (with a message), else
  * MPI_SUCCESS. */
 static int agree(MPI_Comm comm, int rc) {
   int any = rc;
-  MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, comm);
+  quiet_allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, comm);
   if (rc != MPI_SUCCESS)
     return rc;
   if (any != MPI_SUCCESS)
@@ -204,7 +254,7 @@ static int agree_values(MPI_Comm comm, int rc, const int64_t *v, int nv,
     in[1 + 2 * i] = v[i];
     in[2 + 2 * i] = -v[i];
   }
-  MPI_Allreduce(in, out, 1 + 2 * nv, MPI_INT64_T, MPI_MAX, comm);
+  quiet_allreduce(in, out, 1 + 2 * nv, MPI_INT64_T, MPI_MAX, comm);
   if (rc != MPI_SUCCESS)
     return rc;
   if (out[0] != MPI_SUCCESS)
@@ -229,16 +279,17 @@ static int agg_rank(const swarm_cio_file_t fh, int i) {
   return (int)((int64_t)i * fh->nprocs / fh->cb_nodes);
 }
 
-/* Collective (every rank calls it at the same point: close, or set_view
- * with new hints). */
+/* Local: every rank calls it at the same point (close, or set_view with new
+ * hints), after the last collective call's final agreement, so no rank
+ * still uses the segment. */
 static void agg_free(swarm_cio_file_t fh) {
   if (!fh->agg_ready)
     return;
   if (fh->agg_index >= 0)
     cio_io_stop(&fh->io);
   if (fh->shm) {
-    MPI_Win_unlock_all(fh->win);
-    MPI_Win_free(&fh->win);
+    munmap(fh->shm_map, fh->shm_len);
+    fh->shm_map = NULL;
     free(fh->agg_base);
     fh->agg_base = NULL;
     fh->shm = 0;
@@ -251,10 +302,72 @@ static void agg_free(swarm_cio_file_t fh) {
   fh->agg_ready = 0;
 }
 
+/* The shared segment of every aggregator's slots, mapped on every rank
+ * (collective). Rank 0 creates it under a fresh name and sizes it with
+ * posix_fallocate (a full /dev/shm fails here, not with SIGBUS at a page
+ * fault in the middle of a copy), the others open the name, and once all
+ * have mapped it the name is removed, so nothing outlives the processes.
+ * Returns the mapping, or NULL on every rank if any rank failed (the
+ * exchange then goes by messages).
+ *
+ * Why not MPI_Win_allocate_shared, which did this before: MPICH 4.0 took
+ * 1.8 ms for it with 2 ranks and 85-100 ms with 4 ranks on 2 cores (its
+ * internal collectives poll), per open, against 0.1-0.2 ms for this. The
+ * memory-model duty MPI_Win_sync did is done by the release / acquire
+ * order of the segment's cycle counters (shm_cycles). */
+static char *shm_segment(swarm_cio_file_t fh, size_t len) {
+  struct {
+    int err;
+    char name[64];
+  } msg;
+  memset(&msg, 0, sizeof msg);
+  int fd = -1, err = 0;
+  if (fh->rank == 0) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    for (int tries = 0; tries < 8; tries++) {
+      snprintf(msg.name, sizeof msg.name, "/swarm-cio.%d.%lx.%d", (int)getpid(),
+               (unsigned long)(t.tv_sec * 1000000000L + t.tv_nsec), tries);
+      fd = shm_open(msg.name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (fd >= 0 || errno != EEXIST)
+        break;
+    }
+    if (fd < 0)
+      msg.err = errno ? errno : EEXIST;
+    else if ((msg.err = posix_fallocate(fd, 0, (off_t)len)) != 0)
+      shm_unlink(msg.name);
+  }
+  MPI_Request req;
+  if (MPI_Ibcast(&msg, (int)sizeof msg, MPI_BYTE, 0, fh->comm, &req) !=
+          MPI_SUCCESS ||
+      quiet_wait(&req) != MPI_SUCCESS)
+    msg.err = msg.err ? msg.err : EIO;
+  if (!msg.err && fh->rank != 0 &&
+      (fd = shm_open(msg.name, O_RDWR | O_CLOEXEC, 0)) < 0)
+    err = errno;
+  char *map = NULL;
+  if (!msg.err && !err) {
+    map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) {
+      map = NULL;
+      err = errno;
+    }
+  }
+  if (fd >= 0)
+    close(fd);
+  int any = msg.err ? msg.err : err;
+  quiet_allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, fh->comm);
+  if (fh->rank == 0 && !msg.err)
+    shm_unlink(msg.name); /* everyone has opened it by now */
+  if (any && map) {
+    munmap(map, len);
+    map = NULL;
+  }
+  return map;
+}
+
 /* Collective: called by every rank at the same point of a collective call,
- * after the ranks agreed that none failed. With the shared window, the
- * window exists (and agg_ready is set) even if a later local step fails, so
- * agg_free still frees it collectively. */
+ * after the ranks agreed that none failed. */
 static int agg_setup(swarm_cio_file_t fh) {
   if (fh->agg_ready)
     return fh->agg_rc;
@@ -270,37 +383,37 @@ static int agg_setup(swarm_cio_file_t fh) {
   fh->slot_size = (fh->cb_size + fh->depth - 1) / fh->depth;
   if (fh->slot_size > fh->slot_max)
     fh->slot_size = fh->slot_max;
-  int64_t bytes = fh->agg_index >= 0 ? fh->slot_size * fh->depth : 0;
+  size_t per_agg = (size_t)fh->slot_size * (size_t)fh->depth;
   char *base = NULL;
-  /* Depth 1 keeps messages: the shared cycle loop frees a slot one barrier
+  /* Depth 1 keeps messages: the shared cycle loop frees a slot one cycle
    * after its copies, so it needs a second slot to fill meanwhile. */
   fh->shm = fh->shm_hint && fh->one_node && fh->depth >= 2;
   if (fh->shm) {
-    MPI_Info winfo;
-    MPI_Info_create(&winfo);
-    MPI_Info_set(winfo, "alloc_shared_noncontig", "true");
-    int wrc = MPI_Win_allocate_shared((MPI_Aint)bytes, 1, winfo, fh->comm,
-                                      &base, &fh->win);
-    MPI_Info_free(&winfo);
-    if (wrc != MPI_SUCCESS)
-      return cio_set_error(MPI_ERR_NO_MEM,
-                           "cannot allocate the shared collective buffer "
-                           "window (%lld bytes here)",
-                           (long long)bytes);
-    MPI_Win_lock_all(MPI_MODE_NOCHECK, fh->win);
-    /* From here the window exists on every rank: a failure below is kept
-     * in agg_rc (later calls fail too) and agg_free frees it at close. */
-    fh->agg_ready = 1;
+    /* one 64-byte line per counter: aggregators' and ranks' stores do not
+     * share lines; the slots start on a page */
+    fh->shm_ctl_bytes =
+        ((size_t)fh->cb_nodes * (size_t)(fh->nprocs + 1) * 64 + 4095) &
+        ~(size_t)4095;
+    fh->shm_len = fh->shm_ctl_bytes + per_agg * (size_t)fh->cb_nodes;
     fh->agg_base = calloc((size_t)fh->cb_nodes, sizeof *fh->agg_base);
-    if (!fh->agg_base)
-      return fh->agg_rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory");
-    for (int i = 0; i < fh->cb_nodes; i++) {
-      MPI_Aint sz;
-      int du;
-      MPI_Win_shared_query(fh->win, agg_rank(fh, i), &sz, &du,
-                           &fh->agg_base[i]);
+    int bad = fh->agg_base == NULL;
+    quiet_allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, fh->comm);
+    fh->shm_map = bad ? NULL : shm_segment(fh, fh->shm_len);
+    if (!fh->shm_map) { /* no shared memory: exchange by messages */
+      free(fh->agg_base);
+      fh->agg_base = NULL;
+      fh->shm = 0;
+    } else {
+      for (int i = 0; i < fh->cb_nodes; i++)
+        fh->agg_base[i] = fh->shm_map + fh->shm_ctl_bytes + (size_t)i * per_agg;
+      if (fh->agg_index >= 0)
+        base = fh->agg_base[fh->agg_index];
     }
   }
+  /* The collective part is done: from here a failure is local, kept in
+   * agg_rc (later calls fail too, without repeating the collective part),
+   * and agg_free releases what was made. */
+  fh->agg_ready = 1;
   if (fh->agg_index >= 0) {
     fh->slots = calloc((size_t)fh->depth, sizeof *fh->slots);
     int ok = fh->slots != NULL;
@@ -322,6 +435,47 @@ static int agg_setup(swarm_cio_file_t fh) {
   }
   fh->agg_ready = 1;
   return MPI_SUCCESS;
+}
+
+/* ---- whether every rank shares this node ---------------------------------
+ * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) answers it, but MPICH 4.0 takes
+ * 70-150 ms for it with 4 ranks on 2 cores, more than the whole read of
+ * 256 MiB. The answer is cached on the caller's communicator as an
+ * attribute (as ROMIO caches its node list), so only the first open on a
+ * communicator pays; every rank of it sets the attribute in the same open,
+ * so they agree. Not copied to duplicates of that communicator. */
+static struct {
+  pthread_once_t once;
+  int keyval; /* MPI_KEYVAL_INVALID if it could not be made */
+} node_cache = {PTHREAD_ONCE_INIT, MPI_KEYVAL_INVALID};
+
+static void node_cache_init(void) {
+  if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN,
+                             &node_cache.keyval, NULL) != MPI_SUCCESS)
+    node_cache.keyval = MPI_KEYVAL_INVALID;
+}
+
+/* Collective over `dup` unless `comm` holds the cached answer (then on
+ * every rank). */
+static int all_on_one_node(MPI_Comm comm, MPI_Comm dup, int nprocs) {
+  pthread_once(&node_cache.once, node_cache_init);
+  void *v = NULL;
+  int flag = 0;
+  if (node_cache.keyval != MPI_KEYVAL_INVALID &&
+      MPI_Comm_get_attr(comm, node_cache.keyval, &v, &flag) == MPI_SUCCESS &&
+      flag)
+    return (int)((intptr_t)v - 1);
+  MPI_Comm node;
+  int nnode = 0;
+  if (MPI_Comm_split_type(dup, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+      MPI_SUCCESS) {
+    MPI_Comm_size(node, &nnode);
+    MPI_Comm_free(&node);
+  }
+  int one = nnode == nprocs;
+  if (node_cache.keyval != MPI_KEYVAL_INVALID)
+    MPI_Comm_set_attr(comm, node_cache.keyval, (void *)(intptr_t)(1 + one));
+  return one;
 }
 
 /* ---- open / close -------------------------------------------------------- */
@@ -389,8 +543,11 @@ int swarm_cio_open(MPI_Comm comm, const char *path, int amode, MPI_Info info,
       e = errno;
   }
   int e0 = e;
-  if (amode & MPI_MODE_CREATE)
-    MPI_Bcast(&e0, 1, MPI_INT, 0, comm);
+  if (amode & MPI_MODE_CREATE) {
+    MPI_Request req;
+    if (MPI_Ibcast(&e0, 1, MPI_INT, 0, comm, &req) == MPI_SUCCESS)
+      quiet_wait(&req);
+  }
   if (!e && !(rank == 0 && (amode & MPI_MODE_CREATE))) {
     if (e0)
       e = e0; /* creation failed: report the same error everywhere */
@@ -400,9 +557,16 @@ int swarm_cio_open(MPI_Comm comm, const char *path, int amode, MPI_Info info,
   if (e)
     rc = cio_set_error(errno_class(e), "swarm_cio_open: %s: %s", path,
                        strerror(e));
-  if (rc == MPI_SUCCESS && MPI_Comm_dup(comm, &f->comm) != MPI_SUCCESS)
-    rc = cio_set_error(MPI_ERR_OTHER, "swarm_cio_open: MPI_Comm_dup failed");
+  /* Agree before the duplication: it is collective, so a rank whose open
+   * failed must not be the only one to skip it. */
   int grc = agree(comm, rc);
+  if (grc == MPI_SUCCESS) {
+    MPI_Request req;
+    if (MPI_Comm_idup(comm, &f->comm, &req) != MPI_SUCCESS ||
+        quiet_wait(&req) != MPI_SUCCESS)
+      rc = cio_set_error(MPI_ERR_OTHER, "swarm_cio_open: MPI_Comm_idup failed");
+    grc = agree(comm, rc);
+  }
   if (grc != MPI_SUCCESS) {
     if (f) {
       if (f->fd >= 0)
@@ -423,14 +587,7 @@ int swarm_cio_open(MPI_Comm comm, const char *path, int amode, MPI_Info info,
   f->depth = depth;
   f->shm_hint = shm;
   f->slot_max = slot;
-  MPI_Comm node;
-  int nnode = 0;
-  if (MPI_Comm_split_type(f->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
-                          &node) == MPI_SUCCESS) {
-    MPI_Comm_size(node, &nnode);
-    MPI_Comm_free(&node);
-  }
-  f->one_node = nnode == nprocs;
+  f->one_node = all_on_one_node(comm, f->comm, nprocs);
   f->disp = 0;
   f->esize = 1;
   f->fext = f->fsize = 1;
@@ -676,10 +833,18 @@ typedef struct plan {
    * stream when every byte of the span is its own (then its I/O goes
    * straight between file and stream, no slot, no copy), else -1 */
   int64_t *direct;
-  /* shared window only, equal on every rank: sync[c] = 1 when some rank
-   * copies to or from some aggregator's slot in cycle c (some aggregator's
-   * span of cycle c is not direct) */
-  unsigned char *sync;
+  /* shared window only: scatter[c] = 1 when cycle c's span holds other
+   * ranks' bytes too, but no other rank's piece overlaps the aggregator's
+   * own, and it splits into at most iov_per_slot iovecs: then the I/O
+   * thread's one preadv (read) or pwritev (write) of the span moves the
+   * aggregator's own pieces straight between file and stream, and only the
+   * other pieces pass through the slot. iov holds iov_per_slot iovecs per
+   * slot; icur walks the aggregator's own pieces as the ops are queued
+   * (cycle order, ahead of the copies' cursor). */
+  unsigned char *scatter;
+  struct iovec *iov;
+  int iov_per_slot;
+  cursor_t icur;
   cursor_t *ocur; /* per rank */
   cursor_t *mcur; /* per aggregator */
   char *sbuf, *rbuf;
@@ -697,7 +862,8 @@ static void plan_free(plan_t *p) {
   free(p->span_hi);
   free(p->cover);
   free(p->direct);
-  free(p->sync);
+  free(p->scatter);
+  free(p->iov);
   free(p->ocur);
   free(p->mcur);
   free(p->sbuf);
@@ -732,27 +898,59 @@ static int needs_read(const plan_t *p, int64_t c, int is_write) {
          (!is_write || p->cover[c] != p->span_hi[c] - p->span_lo[c]);
 }
 
-/* MPI_Barrier that gives its core away while it waits: the waiting rank's
- * core is then free for the I/O threads and the ranks still copying (MPI
- * libraries poll in their barriers, and on a busy node the poll takes the
- * CPU the others need to arrive). It first tests with sched_yield between
- * tries (a barrier usually completes within microseconds of the last rank's
- * copies, and a timed sleep costs at least the 50 us timer slack), then
- * naps 20 us at a time. */
-static int quiet_barrier(MPI_Comm comm) {
-  MPI_Request req;
-  int rc = MPI_Ibarrier(comm, &req), done = 0;
-  for (int tries = 0; rc == MPI_SUCCESS && !done; tries++) {
-    rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    if (rc == MPI_SUCCESS && !done) {
-      struct timespec nap = {0, 20000};
-      if (tries < 64)
-        sched_yield();
-      else
-        nanosleep(&nap, NULL);
-    }
+/* Aggregator i's counter k (0: ready, 1 + r: copied by rank r) in the
+ * shared segment. */
+static int64_t *shm_ctl(swarm_cio_file_t fh, int i, int k) {
+  return (int64_t *)(fh->shm_map +
+                     ((size_t)i * (size_t)(fh->nprocs + 1) + (size_t)k) * 64);
+}
+
+/* Waits until *x >= v (another process stores it, with release): yields
+ * for 64 tries, then naps 20 us at a time, like quiet_wait. */
+static void wait_at_least(const int64_t *x, int64_t v) {
+  for (int tries = 0; __atomic_load_n(x, __ATOMIC_ACQUIRE) < v; tries++) {
+    struct timespec nap = {0, 20000};
+    if (tries < 64)
+      sched_yield();
+    else
+      nanosleep(&nap, NULL);
   }
-  return rc;
+}
+
+/* Queues the I/O of cycle c's span on slot c % D (shared window). Direct
+ * spans go straight between file and stream; scattered ones (the read of a
+ * read, the pwrite of a write) split the span between the stream (the
+ * aggregator's own pieces) and the slot (everything else: other ranks'
+ * pieces, and the holes a pre-read filled); the rest go to the slot whole.
+ * Byte x of the span sits in the slot at x - (flo + c * S). */
+static void queue_span(swarm_cio_file_t fh, plan_t *p, char *stream, int kind,
+                       int64_t c, int64_t flo, int is_write) {
+  int D = fh->depth, s = (int)(c % D);
+  int64_t S = fh->slot_size, wlo = flo + c * S;
+  int64_t lo = p->span_lo[c], hi = p->span_hi[c];
+  char *slot = fh->slots[s];
+  if (p->direct[c] >= 0) {
+    cio_io_submit(&fh->io, kind, s, stream + p->direct[c], lo, hi - lo);
+    return;
+  }
+  if (!p->scatter[c] || kind != (is_write ? CIO_OP_WRITE : CIO_OP_READ)) {
+    cio_io_submit(&fh->io, kind, s, slot + (lo - wlo), lo, hi - lo);
+    return;
+  }
+  struct iovec *v = p->iov + (size_t)s * (size_t)p->iov_per_slot;
+  int n = 0;
+  int64_t off, len, pos, at = lo;
+  while (cursor_next(&p->icur, wlo, &off, &len, &pos)) /* earlier cycles */
+    ;
+  while (cursor_next(&p->icur, wlo + S, &off, &len, &pos)) {
+    if (off > at)
+      v[n++] = (struct iovec){slot + (at - wlo), (size_t)(off - at)};
+    v[n++] = (struct iovec){stream + pos, (size_t)len};
+    at = off + len;
+  }
+  if (hi > at)
+    v[n++] = (struct iovec){slot + (at - wlo), (size_t)(hi - at)};
+  cio_io_submitv(&fh->io, kind, s, v, n, lo, hi - lo);
 }
 
 /* The cycles when every rank can address every aggregator's slots (the
@@ -766,58 +964,61 @@ static int quiet_barrier(MPI_Comm comm) {
  * its pieces without asking; the I/O thread preads / pwrites just the span
  * [span_lo, span_hi) of the window at that place.
  *
- * One barrier per cycle c orders everything. Before it, each aggregator
- * waits for the I/O queued on slot c % D: read: the slot holds cycle c's
- * data; write: the pwrite of cycle c - D is done and, with holes, cycle c's
- * span has been pre-read. After it, every rank has finished its copies of
- * cycle c - 1 (it copied before entering the barrier), so the aggregator
- * queues what slot (c - 1) % D does next: write: the pwrite of cycle c - 1;
- * then the read of cycle c - 1 + D (pre-read, for writes with holes). The
- * I/O thread thus keeps D - 1 cycles of I/O queued while the ranks copy.
- * Writes need one more barrier (c == ncycles) to queue the last pwrite, and
- * D >= 2 (agg_setup keeps messages for D == 1): the slot written in cycle c
- * must not be the one whose pwrite is queued only after cycle c's barrier.
- * MPI_Win_sync around the barrier makes the copies and the I/O thread's
- * bytes (handed over under the I/O queue's mutex) visible to the other
- * ranks, as MPI's unified memory model asks.
+ * Two counters per aggregator and cycle order everything (shm_ctl), with
+ * no barrier: a rank waits only for the aggregators whose slots it uses,
+ * and only the aggregator waits for the ranks. In cycle c each aggregator
+ * waits for the I/O queued on slot c % D (read: the slot holds cycle c's
+ * data; write: the pwrite of cycle c - D is done and, with holes, cycle
+ * c's span has been pre-read) and publishes `ready` = c + 1. A rank that
+ * has pieces in aggregator i's window of cycle c waits for i's ready to
+ * reach c + 1, copies, and publishes its `copied` = c + 1 for i (every
+ * rank, every cycle, pieces or not). Before it queues what slot
+ * (c - 1) % D does next — write: the pwrite of cycle c - 1; then the read
+ * of cycle c - 1 + D (pre-read, for writes with holes) — the aggregator
+ * waits until every rank's copied reaches c, unless nobody else used that
+ * slot in cycle c - 1 (a direct span). The I/O thread thus keeps D - 1
+ * cycles of I/O queued while the ranks copy. Writes need one more step
+ * (c == ncycles) to queue the last pwrite, and D >= 2 (agg_setup keeps
+ * messages for D == 1): the slot written in cycle c must not be the one
+ * whose pwrite is queued only after cycle c's copies. Release stores and
+ * acquire loads of the counters order the copies and the I/O thread's
+ * bytes (handed to the aggregator under the I/O queue's mutex) between
+ * processes. The rank waits could not deadlock: each waits for an event of
+ * an earlier or the same cycle, which its owner publishes before waiting
+ * for anything of a later one.
  *
  * A cycle whose span holds only the aggregator's own bytes (p->direct, e.g.
  * every cycle of a contiguous pattern) needs no exchange at all: the I/O
  * thread preads / pwrites between the file and the aggregator's stream and
- * nobody copies. The stream is the caller's buffer, and every op is waited
- * for (slot waits, then the drain) before the call returns. */
+ * nobody copies. A span shared with other ranks (p->scatter) still moves the
+ * aggregator's own pieces that way, inside the one preadv / pwritev of the
+ * span, so only the other ranks copy (one copy per byte instead of two for
+ * 1/P of the bytes). The stream is the caller's buffer, and every op is
+ * waited for (slot waits, then the drain) before the call returns. */
 static int shm_cycles(swarm_cio_file_t fh, plan_t *p, char *stream,
                       int is_write, int64_t gmax) {
   int A = fh->cb_nodes, D = fh->depth, me = fh->agg_index;
   int64_t S = fh->slot_size, n = p->ncycles;
   cio_io_t *io = &fh->io;
   int64_t flo = me >= 0 ? dom_lo(p, me, gmax) : 0;
-  int xrc = MPI_SUCCESS;
-#define QUEUE(kind, c)                                                         \
-  cio_io_submit(io, kind, (int)((c) % D),                                      \
-                p->direct[c] >= 0                                              \
-                    ? stream + p->direct[c]                                    \
-                    : fh->slots[(c) % D] + (p->span_lo[c] - (flo + (c)*S)),    \
-                p->span_lo[c], p->span_hi[c] - p->span_lo[c])
+  int xrc = MPI_SUCCESS, P = fh->nprocs;
+  int64_t base = fh->cycle_base;
+  fh->cycle_base += n + 1;
+#define QUEUE(kind, c) queue_span(fh, p, stream, kind, c, flo, is_write)
   for (int64_t c = 0; me >= 0 && c < n && c < D; c++)
     if (needs_read(p, c, is_write))
       QUEUE(CIO_OP_READ, c);
   for (int64_t c = 0; c < n + is_write; c++) {
-    if (me >= 0 && c < n)
+    if (me >= 0 && c < n) {
       cio_io_wait_slot(io, (int)(c % D));
-    /* The barrier guards slots that ranks share: cycle c's (filled / free
-     * before the copies) and cycle c - 1's (copies done before its pwrite
-     * and before its slot is refilled). A cycle in which every span is
-     * direct shares no slot, so between two such cycles there is none (a
-     * contiguous pattern runs without any). */
-    if ((c < n && p->sync[c]) || (c >= 1 && p->sync[c - 1])) {
-      MPI_Win_sync(fh->win);
-      if (quiet_barrier(fh->comm) != MPI_SUCCESS && xrc == MPI_SUCCESS)
-        xrc = cio_set_error(MPI_ERR_OTHER, "the barrier of cycle %lld failed",
-                            (long long)c);
-      MPI_Win_sync(fh->win);
+      __atomic_store_n(shm_ctl(fh, me, 0), base + c + 1, __ATOMIC_RELEASE);
     }
     if (me >= 0 && c >= 1) {
+      /* slot (c - 1) % D is free once every rank that may have used it in
+       * cycle c - 1 is done with it */
+      if (span_ok(p, c - 1) && p->direct[c - 1] < 0)
+        for (int r = 0; r < P; r++)
+          wait_at_least(shm_ctl(fh, me, 1 + r), base + c);
       if (is_write && span_ok(p, c - 1))
         QUEUE(CIO_OP_WRITE, c - 1);
       if (c - 1 + D < n && needs_read(p, c - 1 + D, is_write))
@@ -829,7 +1030,11 @@ static int shm_cycles(swarm_cio_file_t fh, plan_t *p, char *stream,
       int64_t wlo = dom_lo(p, i, gmax) + c * S, dhi = dom_lo(p, i + 1, gmax);
       int64_t whi = wlo + S < dhi ? wlo + S : dhi, off, len, pos;
       char *slot = fh->agg_base[i] + (c % D) * S;
-      int direct = i == me && p->direct[c] >= 0; /* the I/O thread does it */
+      /* the I/O thread moves these */
+      int direct = i == me && (p->direct[c] >= 0 || p->scatter[c]);
+      cursor_t peek = p->mcur[i];
+      if (!direct && cursor_next(&peek, whi, &off, &len, &pos))
+        wait_at_least(shm_ctl(fh, i, 0), base + c + 1);
       while (cursor_next(&p->mcur[i], whi, &off, &len, &pos)) {
         if (direct)
           continue;
@@ -838,6 +1043,8 @@ static int shm_cycles(swarm_cio_file_t fh, plan_t *p, char *stream,
         else
           memcpy(stream + pos, slot + (off - wlo), (size_t)len);
       }
+      __atomic_store_n(shm_ctl(fh, i, 1 + fh->rank), base + c + 1,
+                       __ATOMIC_RELEASE);
     }
   }
 #undef QUEUE
@@ -865,7 +1072,10 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
     cio_list_free(&acc);
     return rc;
   }
-  MPI_Allgather(mine3, 3, MPI_INT64_T, all, 3, MPI_INT64_T, comm);
+  MPI_Request req;
+  if (MPI_Iallgather(mine3, 3, MPI_INT64_T, all, 3, MPI_INT64_T, comm, &req) ==
+      MPI_SUCCESS)
+    quiet_wait(&req);
   int other = MPI_SUCCESS;
   int64_t gmin = INT64_MAX, gmax = -1;
   for (int r = 0; r < P; r++) {
@@ -959,7 +1169,9 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
     rc = arc;
   rc = agree(comm, rc);
   if (rc == MPI_SUCCESS) {
-    MPI_Alltoall(scount, 1, MPI_INT, p.ocount, 1, MPI_INT, comm);
+    if (MPI_Ialltoall(scount, 1, MPI_INT, p.ocount, 1, MPI_INT, comm, &req) ==
+        MPI_SUCCESS)
+      quiet_wait(&req);
     int64_t tot = 0;
     for (int r = 0; r < P; r++) {
       p.odispl[r] = (int)tot;
@@ -971,8 +1183,9 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
       rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for block lists");
     rc = agree(comm, rc);
     if (rc == MPI_SUCCESS)
-      MPI_Alltoallv(pairs, scount, sdispl, MPI_INT64_T, p.others, p.ocount,
-                    p.odispl, MPI_INT64_T, comm);
+      if (MPI_Ialltoallv(pairs, scount, sdispl, MPI_INT64_T, p.others, p.ocount,
+                         p.odispl, MPI_INT64_T, comm, &req) == MPI_SUCCESS)
+        quiet_wait(&req);
   }
   free(scount);
   free(sdispl);
@@ -1018,17 +1231,20 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
      * too (the view is monotonic and nobody else's bytes lie between), so
      * the span maps to one stream range. */
     if (rc == MPI_SUCCESS && fh->shm &&
-        !(p.direct = malloc(((size_t)p.ncycles + 1) * sizeof(int64_t))))
+        (!(p.direct = malloc(((size_t)p.ncycles + 1) * sizeof(int64_t))) ||
+         !(p.scatter = calloc((size_t)p.ncycles + 1, 1))))
       rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for the cycle plan");
     if (rc == MPI_SUCCESS && fh->shm) {
+      /* own[c]: bytes, ownn[c]: pieces of this rank's own in cycle c */
       int64_t *own = calloc((size_t)p.ncycles + 1, sizeof(int64_t));
-      if (!own)
+      int64_t *ownn = calloc((size_t)p.ncycles + 1, sizeof(int64_t));
+      if (!own || !ownn)
         rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for the cycle plan");
-      for (int64_t c = 0; own && c < p.ncycles; c++)
+      for (int64_t c = 0; rc == MPI_SUCCESS && c < p.ncycles; c++)
         p.direct[c] = -1;
       const int64_t *t = p.mine + 3 * p.first[me_agg];
-      for (size_t j = 0; own && j < p.first[me_agg + 1] - p.first[me_agg];
-           j++) {
+      size_t nt = p.first[me_agg + 1] - p.first[me_agg];
+      for (size_t j = 0; rc == MPI_SUCCESS && j < nt; j++) {
         int64_t off = t[3 * j], end = off + t[3 * j + 1];
         while (off < end) {
           int64_t c = (off - flo) / S;
@@ -1037,14 +1253,50 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
           if (own[c] == 0)
             p.direct[c] = t[3 * j + 2] + (off - t[3 * j]);
           own[c] += e - off;
+          ownn[c]++;
           off = e;
         }
       }
-      for (int64_t c = 0; own && c < p.ncycles; c++)
+      /* A cycle where another rank's piece overlaps one of ours (ranks may
+       * read the same bytes) must keep our bytes in the slot too: marked
+       * by own[c] = 0. Both lists are sorted, so one merge per rank. */
+      for (int r = 0; rc == MPI_SUCCESS && r < P; r++) {
+        if (r == fh->rank)
+          continue;
+        const int64_t *b = p.others + p.odispl[r];
+        size_t nb = (size_t)p.ocount[r] / 2, j = 0, k = 0;
+        while (j < nt && k < nb) {
+          int64_t a0 = t[3 * j], a1 = a0 + t[3 * j + 1];
+          int64_t b0 = b[2 * k], b1 = b0 + b[2 * k + 1];
+          int64_t x0 = a0 > b0 ? a0 : b0, x1 = a1 < b1 ? a1 : b1;
+          for (int64_t c = (x0 - flo) / S; x0 < x1 && c <= (x1 - 1 - flo) / S;
+               c++)
+            own[c] = 0;
+          if (a1 <= b1)
+            j++;
+          else
+            k++;
+        }
+      }
+      int64_t most = 0;
+      for (int64_t c = 0; rc == MPI_SUCCESS && c < p.ncycles; c++) {
         if (!span_ok(&p, c) || own[c] != p.span_hi[c] - p.span_lo[c] ||
             p.cover[c] != own[c]) /* others read the same bytes */
           p.direct[c] = -1;
+        /* own pieces and the gaps around them: at most 2 * ownn + 1 */
+        if (span_ok(&p, c) && p.direct[c] < 0 && own[c] > 0 &&
+            2 * ownn[c] + 1 <= CIO_IOV_MAX) {
+          p.scatter[c] = 1;
+          if (2 * ownn[c] + 1 > most)
+            most = 2 * ownn[c] + 1;
+        }
+      }
       free(own);
+      free(ownn);
+      p.iov_per_slot = (int)most;
+      if (most > 0 &&
+          !(p.iov = malloc((size_t)fh->depth * (size_t)most * sizeof *p.iov)))
+        rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for the cycle plan");
     }
   }
   /* exchange buffers, sized for the largest cycle, so the loop below
@@ -1057,24 +1309,12 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
       agg_cap = p.cover[c];
   if (fh->shm) /* no exchange buffers: ranks copy to and from the slots */
     mine_cap = agg_cap = 0;
-  if (rc == MPI_SUCCESS && fh->shm &&
-      !(p.sync = calloc((size_t)p.ncycles + 1, 1)))
-    rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for the cycle plan");
   if (rc == MPI_SUCCESS && (grow(is_write ? &p.sbuf : &p.rbuf,
                                  is_write ? &p.scap : &p.rcap, mine_cap) ||
                             grow(is_write ? &p.rbuf : &p.sbuf,
                                  is_write ? &p.rcap : &p.scap, agg_cap)))
     rc = cio_set_error(MPI_ERR_NO_MEM, "out of memory for exchange buffers");
   rc = agree(comm, rc);
-  if (rc == MPI_SUCCESS && fh->shm) {
-    for (int64_t c = 0; me_agg >= 0 && c < p.ncycles; c++)
-      p.sync[c] = span_ok(&p, c) && p.direct[c] < 0;
-    if (p.ncycles > 0 &&
-        MPI_Allreduce(MPI_IN_PLACE, p.sync, (int)p.ncycles, MPI_UNSIGNED_CHAR,
-                      MPI_MAX, comm) != MPI_SUCCESS)
-      rc = agree(comm, cio_set_error(MPI_ERR_OTHER,
-                                     "allreduce of the cycle plan failed"));
-  }
   if (rc != MPI_SUCCESS) {
     plan_free(&p);
     return rc;
@@ -1084,6 +1324,8 @@ static int two_phase(swarm_cio_file_t fh, char *stream, int64_t n, int is_write,
   for (int i = 0; i < A; i++)
     cursor_init(&p.mcur[i], p.mine + 3 * p.first[i], 3,
                 p.first[i + 1] - p.first[i]);
+  if (me_agg >= 0)
+    p.icur = p.mcur[me_agg];
 
   /* 4. the cycles */
   int D = fh->depth;

@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include <mpi.h>
 
@@ -52,7 +53,17 @@ typedef struct cio_op {
   int slot;
   char *buf;
   int64_t off, len;
+  /* When iovcnt > 0, the file range [off, off + len) goes to / comes from
+   * these buffers in order (preadv / pwritev) and buf is unused; the iovec
+   * array and every buffer it names belong to the I/O thread, like the
+   * slot, until the op has finished. */
+  const struct iovec *iov;
+  int iovcnt;
 } cio_op_t;
+
+/* The most iovecs of one scattered or gathered op (one preadv / pwritev:
+ * Linux's IOV_MAX). */
+#define CIO_IOV_MAX 1024
 
 typedef struct cio_io {
   pthread_t thread;
@@ -75,6 +86,10 @@ int cio_io_start(cio_io_t *io, int fd, int nslots);
 /* Queues an operation (blocks while the queue is full). */
 void cio_io_submit(cio_io_t *io, int kind, int slot, char *buf, int64_t off,
                    int64_t len);
+/* The same with the file range scattered into / gathered from iov[0..n)
+ * (whose lengths sum to len; 1 <= n <= CIO_IOV_MAX). */
+void cio_io_submitv(cio_io_t *io, int kind, int slot, const struct iovec *iov,
+                    int n, int64_t off, int64_t len);
 /* Waits until every operation queued on `slot` has finished. */
 void cio_io_wait_slot(cio_io_t *io, int slot);
 /* Waits for every queued operation; returns the first errno (0 if none) and

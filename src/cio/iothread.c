@@ -11,6 +11,10 @@
  * file on aggregators only, and never calls MPI (so any MPI thread level
  * works).
  *
+ * An op is one pread/pwrite into one buffer, or a preadv/pwritev whose
+ * iovecs split one contiguous file range between several buffers (the
+ * aggregator's slot and, for its own pieces, the caller's stream).
+ *
  * Invariants (all under `lock`): ops run in the order queued, one at a time;
  * finished[s] <= queued[s] for every slot s, and a slot's buffer belongs to
  * the I/O thread exactly while finished[s] < queued[s]. `error` keeps the
@@ -51,6 +55,40 @@ static int do_op(int fd, const cio_op_t *op) {
   return 0;
 }
 
+/* The same for a scattered read / gathered write (op->iovcnt > 0). A short
+ * transfer resumes where it stopped: the iovecs are copied, and the first
+ * one still unfinished is trimmed. */
+static int do_opv(int fd, const cio_op_t *op) {
+  struct iovec v[CIO_IOV_MAX];
+  int n = op->iovcnt, i = 0;
+  memcpy(v, op->iov, (size_t)n * sizeof *v);
+  int64_t off = op->off;
+  while (i < n) {
+    ssize_t got = op->kind == CIO_OP_READ ? preadv(fd, v + i, n - i, off)
+                                          : pwritev(fd, v + i, n - i, off);
+    if (got < 0) {
+      if (errno == EINTR)
+        continue;
+      return errno;
+    }
+    if (got == 0) {
+      if (op->kind != CIO_OP_READ)
+        return EIO;
+      for (; i < n; i++) /* past the end of the file: zeros */
+        memset(v[i].iov_base, 0, v[i].iov_len);
+      return 0;
+    }
+    off += got;
+    while (i < n && (size_t)got >= v[i].iov_len)
+      got -= (ssize_t)v[i++].iov_len;
+    if (i < n) {
+      v[i].iov_base = (char *)v[i].iov_base + got;
+      v[i].iov_len -= (size_t)got;
+    }
+  }
+  return 0;
+}
+
 static void *io_main(void *arg) {
   cio_io_t *io = arg;
   pthread_mutex_lock(&io->lock);
@@ -61,7 +99,7 @@ static void *io_main(void *arg) {
       break;
     cio_op_t op = io->ring[io->head];
     pthread_mutex_unlock(&io->lock);
-    int err = do_op(io->fd, &op);
+    int err = op.iovcnt > 0 ? do_opv(io->fd, &op) : do_op(io->fd, &op);
     pthread_mutex_lock(&io->lock);
     /* The op leaves the queue only when done, so a full queue cannot let the
      * caller queue past an op that still uses a slot. */
@@ -109,7 +147,8 @@ int cio_io_start(cio_io_t *io, int fd, int nslots) {
   return 0;
 }
 
-void cio_io_submit(cio_io_t *io, int kind, int slot, char *buf, int64_t off,
+static void submit(cio_io_t *io, int kind, int slot, char *buf,
+                   const struct iovec *iov, int iovcnt, int64_t off,
                    int64_t len) {
   pthread_mutex_lock(&io->lock);
   while (io->count == io->cap)
@@ -120,10 +159,22 @@ void cio_io_submit(cio_io_t *io, int kind, int slot, char *buf, int64_t off,
   op->buf = buf;
   op->off = off;
   op->len = len;
+  op->iov = iov;
+  op->iovcnt = iovcnt;
   io->count++;
   io->queued[slot]++;
   pthread_cond_signal(&io->cond_work);
   pthread_mutex_unlock(&io->lock);
+}
+
+void cio_io_submit(cio_io_t *io, int kind, int slot, char *buf, int64_t off,
+                   int64_t len) {
+  submit(io, kind, slot, buf, NULL, 0, off, len);
+}
+
+void cio_io_submitv(cio_io_t *io, int kind, int slot, const struct iovec *iov,
+                    int n, int64_t off, int64_t len) {
+  submit(io, kind, slot, NULL, iov, n, off, len);
 }
 
 void cio_io_wait_slot(cio_io_t *io, int slot) {

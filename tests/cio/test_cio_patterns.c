@@ -159,13 +159,36 @@ static MPI_Datatype resized(MPI_Datatype t, MPI_Aint ext) {
 
 static void *suite(void *arg) {
   (void)arg;
-  pattern_t pats[9];
+  pattern_t pats[11];
   int np = 0;
   MPI_Datatype t;
   /* every rank reads the same bytes (an aggregator's span then holds its
    * own bytes and everybody else's: no direct I/O into its buffer alone) */
   pats[np++] = (pattern_t){
       "same bytes on every rank", 0, MPI_BYTE, MPI_BYTE, MPI_BYTE, 30001, 1, 1};
+  /* 512-byte blocks strided 256 * P: each block's second half is the next
+   * rank's first half, so an aggregator's own pieces overlap other ranks'
+   * (they must stay in the slot for them) */
+  MPI_Type_contiguous(512, MPI_BYTE, &t);
+  pats[np++] = (pattern_t){"half-overlapping strided",
+                           (MPI_Offset)rank * 256,
+                           MPI_BYTE,
+                           resized(t, 256 * nprocs),
+                           MPI_BYTE,
+                           512 * 41,
+                           1,
+                           1};
+  /* 2-byte blocks strided 2 * P: more of an aggregator's own pieces in one
+   * buffer than one preadv / pwritev takes (they go through the slot) */
+  MPI_Type_contiguous(2, MPI_BYTE, &t);
+  pats[np++] = (pattern_t){"tiny strided",
+                           (MPI_Offset)rank * 2,
+                           MPI_BYTE,
+                           resized(t, 2 * nprocs),
+                           MPI_BYTE,
+                           2 * 3001,
+                           1,
+                           0};
   /* contiguous per-rank slabs, size not a multiple of any buffer */
   pats[np++] = (pattern_t){"contig", (MPI_Offset)rank * 20011,
                            MPI_BYTE, MPI_BYTE,
