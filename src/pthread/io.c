@@ -33,7 +33,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -208,15 +207,15 @@ DROPIN_API int epoll_wait(int epfd, struct epoll_event *ev, int maxevents,
 DROPIN_API int socket(int domain, int type, int protocol) {
   long r = io_ret(syscall(SYS_socket, domain, type, protocol));
   if (r >= 0)
-    io_fd_created((int)r, (type & SOCK_NONBLOCK) != 0);
+    io_fd_created((int)r);
   return (int)io_fail(r);
 }
 
 DROPIN_API int socketpair(int domain, int type, int protocol, int sv[2]) {
   long r = io_ret(syscall(SYS_socketpair, domain, type, protocol, sv));
   if (r == 0) {
-    io_fd_created(sv[0], (type & SOCK_NONBLOCK) != 0);
-    io_fd_created(sv[1], (type & SOCK_NONBLOCK) != 0);
+    io_fd_created(sv[0]);
+    io_fd_created(sv[1]);
   }
   return (int)io_fail(r);
 }
@@ -224,8 +223,8 @@ DROPIN_API int socketpair(int domain, int type, int protocol, int sv[2]) {
 DROPIN_API int pipe2(int fds[2], int flags) {
   long r = io_ret(syscall(SYS_pipe2, fds, flags));
   if (r == 0) {
-    io_fd_created(fds[0], (flags & O_NONBLOCK) != 0);
-    io_fd_created(fds[1], (flags & O_NONBLOCK) != 0);
+    io_fd_created(fds[0]);
+    io_fd_created(fds[1]);
   }
   return (int)io_fail(r);
 }
@@ -237,17 +236,15 @@ DROPIN_API int pipe(int fds[2]) {
 DROPIN_API int eventfd(unsigned int initval, int flags) {
   long r = io_ret(syscall(SYS_eventfd2, initval, flags));
   if (r >= 0)
-    io_fd_created((int)r, (flags & EFD_NONBLOCK) != 0);
+    io_fd_created((int)r);
   return (int)io_fail(r);
 }
 
-/* A copy of old as new: managed if old is, with old's view of O_NONBLOCK. */
+/* A copy of old as r: whatever the entry of r knew is stale. */
 static long copied(int old, long r) {
-  if (r < 0)
-    return r;
-  struct io_fd *e = io_fd_entry(old);
-  if (e && atomic_load(&e->kind) == FD_POLLABLE)
-    io_fd_created((int)r, e->user_nonblock);
+  (void)old;
+  if (r >= 0)
+    io_fd_created((int)r);
   return r;
 }
 
@@ -276,48 +273,20 @@ DROPIN_API int dup2(int old, int new) {
   return dup3(old, new, 0);
 }
 
+/* Only the copies need us: O_NONBLOCK (F_GETFL, F_SETFL, and ioctl's
+ * FIONBIO, not interposed) is the kernel's and the program's alone. */
 DROPIN_API int fcntl(int fd, int cmd, ...) {
   va_list ap;
   va_start(ap, cmd);
   long arg = va_arg(ap, long); /* int or pointer: both fit in a long */
   va_end(ap);
   switch (cmd) {
-  case F_GETFL:
-  case F_SETFL: {
-    struct io_fd *e = io_fd_get(fd, false);
-    bool managed = e && atomic_load(&e->kind) == FD_POLLABLE;
-    if (cmd == F_GETFL) {
-      long r = sys_fcntl(fd, F_GETFL, 0);
-      if (r >= 0 && managed)
-        r = (r & ~O_NONBLOCK) | (e->user_nonblock ? O_NONBLOCK : 0);
-      return (int)io_fail(r);
-    }
-    long r = sys_fcntl(fd, F_SETFL, managed ? arg | O_NONBLOCK : arg);
-    if (r == 0 && managed)
-      io_fd_set_user_nonblock(e, (arg & O_NONBLOCK) != 0);
-    return (int)io_fail(r);
-  }
   case F_DUPFD:
   case F_DUPFD_CLOEXEC:
     return (int)io_fail(copied(fd, sys_fcntl(fd, cmd, arg)));
   default:
     return (int)io_fail(sys_fcntl(fd, cmd, arg));
   }
-}
-
-DROPIN_API int ioctl(int fd, unsigned long request, ...) {
-  va_list ap;
-  va_start(ap, request);
-  void *arg = va_arg(ap, void *);
-  va_end(ap);
-  if (request == FIONBIO && arg) {
-    struct io_fd *e = io_fd_get(fd, false);
-    if (e && atomic_load(&e->kind) == FD_POLLABLE) {
-      io_fd_set_user_nonblock(e, *(int *)arg != 0);
-      return 0; /* the kernel's flag stays on */
-    }
-  }
-  return (int)io_fail(io_ret(syscall(SYS_ioctl, fd, request, arg)));
 }
 
 DROPIN_API int close(int fd) {
