@@ -119,7 +119,7 @@ static long rw(struct io_node *n) {
   if (n->how == IO_HOW_PLAIN)
     return plain_rw(n);
   struct io_fd *e = n->e;
-  uint8_t how = atomic_load_explicit(&e->how, memory_order_relaxed);
+  uint8_t how = atomic_load_explicit(&e->how[n->dir], memory_order_relaxed);
   if (how != IO_HOW_READY) {
     struct iovec one = {n->buf, n->len};
     const struct iovec *iov = is_vec(n) ? n->iov : &one;
@@ -128,13 +128,14 @@ static long rw(struct io_node *n) {
                             cnt, -1L, -1L, RWF_NOWAIT));
     if (how == IO_HOW_NOWAIT_OK || (r != -EOPNOTSUPP && r != -ENOSYS)) {
       if (how != IO_HOW_NOWAIT_OK)
-        atomic_store_explicit(&e->how, IO_HOW_NOWAIT_OK, memory_order_relaxed);
+        atomic_store_explicit(&e->how[n->dir], IO_HOW_NOWAIT_OK,
+                              memory_order_relaxed);
       n->how = IO_HOW_NOWAIT_OK;
       return r;
     }
     /* no RWF_NOWAIT on this file: readiness first from now on (only the
      * first calls can get here: nobody parks before an EAGAIN) */
-    atomic_store_explicit(&e->how, IO_HOW_READY, memory_order_relaxed);
+    atomic_store_explicit(&e->how[n->dir], IO_HOW_READY, memory_order_relaxed);
   }
   return ready_then(n, n->dir ? POLLOUT : POLLIN, ready_call_rw);
 }

@@ -60,10 +60,10 @@ struct io_node;
 
 struct io_fd {
   _Atomic uint32_t lock;
-  _Atomic uint32_t gen; /* bumped by close: stale epoll events are dropped */
-  _Atomic uint8_t kind; /* enum io_kind; set under lock, read without */
-  _Atomic uint8_t how;  /* enum io_how for read/write/readv/writev */
-  bool registered;      /* in io_workers[owner]'s epoll */
+  _Atomic uint32_t gen;   /* bumped by close: stale epoll events are dropped */
+  _Atomic uint8_t kind;   /* enum io_kind; set under lock, read without */
+  _Atomic uint8_t how[2]; /* enum io_how of read/readv, write/writev */
+  bool registered;        /* in io_workers[owner]'s epoll */
   bool socket;
   bool fifo; /* pipe or FIFO: READY writes go PIPE_BUF at a time */
   _Atomic uint8_t busy[2]; /* IO_HOW_READY: a check-then-call in progress */

@@ -149,7 +149,10 @@ static void classify(struct io_fd *e, int fd, bool adopt, int *err) {
   }
   e->socket = type == S_IFSOCK;
   e->fifo = type == S_IFIFO;
-  atomic_store(&e->how, IO_HOW_NOWAIT); /* until the kernel says otherwise */
+  /* until the kernel says otherwise, per direction (eventfd reads have
+   * RWF_NOWAIT, its writes not) */
+  atomic_store(&e->how[0], IO_HOW_NOWAIT);
+  atomic_store(&e->how[1], IO_HOW_NOWAIT);
   atomic_store(&e->busy[0], 0);
   atomic_store(&e->busy[1], 0);
   atomic_store(&e->kind, FD_POLLABLE);
