@@ -87,15 +87,17 @@ static long ready_then(struct io_node *n, short events,
   struct io_fd *e = n->e;
   _Atomic uint8_t *busy = &e->busy[n->dir];
   n->how = IO_HOW_READY;
-  uint8_t v = 0;
-  if (!atomic_compare_exchange_strong(busy, &v, 1)) {
-    while (v == 1 && !atomic_compare_exchange_weak(busy, &v, 2))
-      ;
-    if (v != 0)
-      return -EAGAIN; /* held: its holder will kick */
-    /* freed meanwhile (v == 0 failed the loop): try once more */
-    if (!atomic_compare_exchange_strong(busy, &v, 1))
+  uint8_t v = atomic_load(busy);
+  for (;;) {
+    if (v == 0) {
+      if (atomic_compare_exchange_weak(busy, &v, 1))
+        break; /* ours */
+    } else if (v == 2 || atomic_compare_exchange_weak(busy, &v, 2)) {
+      /* held, and the holder knows to kick: without that mark, a holder
+       * whose check said "not ready" just before an edge we counted
+       * would leave us parked beside data */
       return -EAGAIN;
+    }
   }
   struct pollfd p = {n->fd, events, 0};
   long r = sys_ppoll(&p, 1, &zero_ts, NULL);

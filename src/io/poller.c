@@ -588,10 +588,12 @@ long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns) {
     if (deadline && now_ns() >= deadline)
       return -EAGAIN;
     if (!e->registered && !io_fd_register(e, n->fd)) {
-      /* epoll refuses it: wait in the kernel (this blocks the worker) */
-      struct pollfd p = {n->fd, n->dir ? POLLOUT : POLLIN, 0};
-      sys_ppoll(&p, 1, NULL, NULL);
-      continue;
+      /* epoll refuses it (a file that is always "ready", or an entry made
+       * stale by a close swarm did not see and a regular file opened at
+       * the same number): the plain call, blocking the worker. Retrying
+       * RWF_NOWAIT would spin on a regular file's page-cache miss. */
+      n->how = IO_HOW_PLAIN;
+      return n->attempt(n);
     }
     struct io_wait wt;
     park_on(n, 1, &wt, deadline);
@@ -708,6 +710,8 @@ static void hook_after_fork(void) {
     for (uint32_t i = 0; i < CHUNK; i++) {
       struct io_fd *e = &chunk[i];
       atomic_store(&e->lock, 0);
+      atomic_store(&e->busy[0], 0); /* a holder did not come along */
+      atomic_store(&e->busy[1], 0);
       e->registered = false;
       e->head[0] = e->head[1] = e->tail[0] = e->tail[1] = NULL;
     }
