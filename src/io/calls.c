@@ -1,9 +1,10 @@
 /*
  * io/calls.c — the blocking calls of include/swarm/io.h, shared by the
  * native API and the drop-in (pthread/io.c): each call is an "attempt"
- * (one non-blocking system call, which a poller may perform on the parked
- * thread's behalf) routed by the descriptor's kind: epoll wait for
- * sockets, pipes and the like, offload for regular files, straight through
+ * (one system call made non-blocking by itself, never through the file's
+ * O_NONBLOCK, which a poller may perform on the parked thread's behalf)
+ * routed by the descriptor's kind: epoll wait for sockets, pipes and the
+ * like, offload for regular files and blocking connects, straight through
  * for descriptors swarm leaves alone. Waits on several descriptors (poll,
  * select, epoll_wait) and connect are readiness waits that re-check
  * themselves. Semantics and errno are the kernel's: every result is the

@@ -4,10 +4,12 @@
  * perform the parked calls (MassiveThreads' I/O design, made lossless).
  *
  * Design:
- *  - Every descriptor a swarm thread does I/O on is non-blocking in the
- *    kernel. A call first simply tries (the fast path: one system call). On
- *    EAGAIN the thread parks on the descriptor's wait list for that
- *    direction (readers or writers), in FIFO order.
+ *  - A call first simply tries, without blocking (the fast path: one
+ *    system call made non-blocking by itself, never by the file's
+ *    O_NONBLOCK, which other processes share: calls.c). On EAGAIN, unless
+ *    the program set O_NONBLOCK itself (asked of the kernel), the thread
+ *    parks on the descriptor's wait list for that direction (readers or
+ *    writers), in FIFO order.
  *  - The descriptor is registered, once, edge-triggered for both
  *    directions, in the epoll of the worker that first waited on it
  *    (spares use a regular worker's). An edge bumps the entry's sequence
@@ -16,8 +18,14 @@
  *    the list and its thread is made runnable on the polling worker (the
  *    data is already in its buffer); the first that says EAGAIN stops the
  *    walk (the edge is used up; the next edge resumes it). Pure waits
- *    (poll, select, epoll_wait, connect, swarm_fd_wait) are woken with the
- *    events seen and re-check themselves.
+ *    (poll, select, epoll_wait, swarm_fd_wait) are woken with the events
+ *    seen and re-check themselves. A call with no per-call non-blocking
+ *    form (IO_HOW_READY: accept, FIFOs opened by name) is not performed
+ *    here, since under e->lock a call that blocks (another process took
+ *    the readiness) would stall this worker and every poller spinning on
+ *    the lock: the first such waiter is woken to make it itself, and
+ *    each one that gets something done wakes the next (io_fd_kick), so
+ *    readiness left over is not lost and there is no herd.
  *  - Who polls: a worker with nothing local to run (sched_loop's poll
  *    point), an idle worker, which sleeps in epoll_wait on its own epoll
  *    (an eventfd in it carries the scheduler's wake-ups; core's sleep

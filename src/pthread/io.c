@@ -4,27 +4,36 @@
  * the calling swarm thread, through src/io (the same code as the native
  * swarm_* calls).
  *
- * Which descriptors swarm manages (non-blocking underneath, waits in
- * epoll): those the program creates through the calls intercepted here
- * (socket, accept, accept4, pipe, pipe2, socketpair, eventfd, and dup*
- * copies of managed ones), and any socket on first use. Pipes, FIFOs and
- * terminals the program did not create here (stdin from a shell) are left
- * blocking: O_NONBLOCK belongs to the open file, which other processes
- * share; a read on them blocks the worker, and the monitor's spare workers
- * keep the other threads running meanwhile. Regular files are offloaded.
+ * Which descriptors swarm manages (waits in epoll): sockets, pipes, FIFOs
+ * and anonymous inodes (eventfd, timerfd, ...), whoever created them,
+ * including those inherited at start (stdin from a shell pipe). Terminals
+ * and other character devices are left alone: a blocking read must still
+ * stop a background job with SIGTTIN. Regular files are offloaded.
  *
- * The program's view of O_NONBLOCK is kept per descriptor: fcntl(F_SETFL)
- * and ioctl(FIONBIO) set it (the kernel's flag stays on), F_GETFL reports
- * it, and a descriptor the program made non-blocking returns EAGAIN.
- * Calls from kernel threads that are not swarm threads block that kernel
- * thread, with the same semantics. The _FORTIFY_SOURCE variants
- * (__read_chk, __recv_chk, __recvfrom_chk, __poll_chk, __ppoll_chk) are
- * covered too, since Debian builds programs with them.
+ * O_NONBLOCK is never set: it belongs to the open file description, which
+ * a child shares after fork (and keeps across exec, posix_spawn, system,
+ * popen, vfork), and which SCM_RIGHTS and pidfd_getfd hand to strangers.
+ * A flag swarm set would make an ordinary child read EAGAIN, and a flag
+ * another swarm process set would look like the program's own. So the
+ * kernel's flag is always exactly what the program set (fcntl and ioctl
+ * FIONBIO go straight to the kernel; only F_DUPFD is watched), nothing has
+ * to be undone before fork or exec, and each call is made non-blocking by
+ * itself (src/io/calls.c): read/write/readv/writev as preadv2/pwritev2
+ * with RWF_NOWAIT, the socket calls with MSG_DONTWAIT, accept and files
+ * without RWF_NOWAIT (FIFOs opened by name) by a readiness check first,
+ * and a blocking connect on the offload pool's kernel thread. Before a
+ * thread parks, the kernel's F_GETFL says whether the program asked for
+ * EAGAIN instead. Calls from kernel threads that are not swarm threads
+ * block that kernel thread, with the same semantics. The _FORTIFY_SOURCE
+ * variants (__read_chk, __recv_chk, __recvfrom_chk, __poll_chk,
+ * __ppoll_chk) are covered too, since Debian builds programs with them.
  *
  * Known limit: a managed descriptor used through stdio (fdopen) or closed
  * by libc internally (fclose) is reached through glibc's internal names,
- * which cannot be interposed: stdio sees EAGAIN where it expected to
- * block, and swarm does not learn of that close.
+ * which cannot be interposed: stdio's calls block the worker, and swarm
+ * does not learn of that close (the next use of the number through us
+ * finds a stale entry; where epoll refuses the new file, the plain call
+ * is made).
  */
 #include <fcntl.h>
 #include <poll.h>
