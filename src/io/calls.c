@@ -129,15 +129,18 @@ static long rw(struct io_node *n) {
     int cnt = is_vec(n) ? n->iovcnt : 1;
     long r = io_ret(syscall(n->dir ? SYS_pwritev2 : SYS_preadv2, n->fd, iov,
                             cnt, -1L, -1L, RWF_NOWAIT));
-    if (how == IO_HOW_NOWAIT_OK || (r != -EOPNOTSUPP && r != -ENOSYS)) {
+    if ((r != -EOPNOTSUPP && r != -ENOSYS) || n->by_poller) {
       if (how != IO_HOW_NOWAIT_OK)
         atomic_store_explicit(&e->how[n->dir], IO_HOW_NOWAIT_OK,
                               memory_order_relaxed);
       n->how = IO_HOW_NOWAIT_OK;
       return r;
     }
-    /* no RWF_NOWAIT on this file: readiness first from now on (only the
-     * first calls can get here: nobody parks before an EAGAIN) */
+    /* No RWF_NOWAIT on this file (a first call; or an entry left stale by
+     * a close swarm did not see, now naming a FIFO): readiness first from
+     * now on. Never in a poller, which must not make a call that may
+     * block under e->lock: it passes the error on. A genuine EOPNOTSUPP
+     * of read or write comes back from the plain call just the same. */
     atomic_store_explicit(&e->how[n->dir], IO_HOW_READY, memory_order_relaxed);
   }
   return ready_then(n, n->dir ? POLLOUT : POLLIN, ready_call_rw);

@@ -91,11 +91,12 @@ struct io_node {
   struct io_wait *wait;
   struct io_fd *e;
   int fd;
-  int dir;      /* 0 read, 1 write */
-  bool linked;  /* in e's list (under e->lock) */
-  uint8_t how;  /* enum io_how the attempt used (IO_HOW_READY: never
-                 * performed by a poller; its thread is woken instead) */
-  uint32_t seq; /* e's sequence counter when the attempt said EAGAIN */
+  int dir;        /* 0 read, 1 write */
+  bool linked;    /* in e's list (under e->lock) */
+  uint8_t how;    /* enum io_how the attempt used (IO_HOW_READY: never
+                   * performed by a poller; its thread is woken instead) */
+  bool by_poller; /* the attempt runs in a poller, under e->lock */
+  uint32_t seq;   /* e's sequence counter when the attempt said EAGAIN */
   /* the call to perform (NULL: a pure readiness wait) and its arguments */
   long (*attempt)(struct io_node *);
   void *buf;

@@ -273,7 +273,9 @@ static void edge(struct io_fd *e, int d, uint32_t events,
     if (kick) {
       kicked = true; /* not completed: io_call tries again */
     } else if (n->attempt) {
+      n->by_poller = true;
       long r = n->attempt(n);
+      n->by_poller = false;
       if (r == -EAGAIN) {
         atomic_store(&wt->fired, ARMED); /* unclaim */
         if (!atomic_load(&wt->timed_out) || !wait_claim(wt))
