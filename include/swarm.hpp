@@ -247,10 +247,18 @@ void parallel_for_range(I first, I last, I grain, const F &f) {
     // joined before anything leaves this frame, exception or not.
     thread<void> left = spawn(
         [first, mid, grain, &f] { parallel_for_range(first, mid, grain, f); });
+    // The join is never inside a catch handler: a handler's exception is
+    // on the kernel thread's caught-exception stack (libstdc++ keeps it per
+    // kernel thread), and a join may park and let other swarm threads
+    // throw and catch on that stack meanwhile (LeakSanitizer saw a leaked
+    // exception under ASan).
+    std::exception_ptr mine;
     try {
       parallel_for_range(mid, last, grain, f);
     } catch (...) {
-      std::exception_ptr mine = std::current_exception();
+      mine = std::current_exception();
+    }
+    if (mine) {
       try {
         left.join();
       } catch (...) {
