@@ -70,6 +70,33 @@ static void *ping(void *arg) { /* strict alternation through a condvar */
   return NULL;
 }
 
+/* A yield parks only when something else is runnable on the worker; the
+ * parent's continuation is, while its child runs (work-first), unless the
+ * other worker steals it first. Exact test of whether our yield parked:
+ * only the worker's owner counts parks, and if we did not park nothing else
+ * ran on that worker in between. */
+static void *yield_child(void *arg) {
+  (void)arg;
+  struct worker *w = worker_current();
+  uint64_t before = __atomic_load_n(&w->stats.parks, __ATOMIC_RELAXED);
+  swarm_yield();
+  return (void *)(long)(__atomic_load_n(&w->stats.parks, __ATOMIC_RELAXED) !=
+                        before);
+}
+
+static void *yield_parent(void *arg) { /* until a yield has parked */
+  (void)arg;
+  for (int i = 0; i < 100000; i++) {
+    swarm_thread_t t;
+    void *parked;
+    CHECK_EQ(swarm_spawn(&t, NULL, yield_child, NULL), 0);
+    CHECK_EQ(swarm_join(t, &parked), 0);
+    if (parked)
+      return (void *)1L;
+  }
+  return NULL;
+}
+
 static void *sleeper(void *arg) {
   (void)arg;
   swarm_sleep_ns(2000000);
@@ -120,6 +147,9 @@ int main(int argc, char **argv) {
     CHECK_EQ(swarm_spawn(&t[i], NULL, ping, (void *)i), 0);
   for (int i = 0; i < 2; i++)
     CHECK_EQ(swarm_join(t[i], NULL), 0);
+  CHECK_EQ(swarm_spawn(&t[0], NULL, yield_parent, NULL), 0);
+  CHECK_EQ(swarm_join(t[0], &r), 0);
+  CHECK(r == (void *)1L); /* a yield parked within 100000 tries */
   CHECK_EQ(swarm_spawn(&t[0], NULL, sleeper, NULL), 0);
   CHECK_EQ(swarm_join(t[0], NULL), 0);
   CHECK_EQ(swarm_spawn(&t[0], NULL, wide, NULL), 0);
