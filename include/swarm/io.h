@@ -4,21 +4,23 @@
  * Each call has the semantics, return value and errno of the libc call it
  * is named after, with one difference: where the libc call would block the
  * kernel thread, these block only the calling swarm thread. The runtime
- * keeps the descriptor in non-blocking mode underneath, parks the thread
- * on the descriptor, and an idle worker (or the monitor, within about a
- * millisecond, even while every worker computes) performs the call when the
- * descriptor becomes ready and makes the thread runnable again.
+ * makes each call without blocking, parks the thread on the descriptor, and an
+ * idle worker (or the monitor, within about a millisecond, even while every
+ * worker computes) performs the call when the descriptor becomes ready and
+ * makes the thread runnable again.
  *
  * Descriptors:
  *  - Sockets, pipes, FIFOs, character devices that epoll accepts, eventfd,
  *    timerfd, signalfd and epoll descriptors are waited for in the kernel's
- *    epoll. The first swarm_* call on such a descriptor switches it to
- *    O_NONBLOCK and remembers whether the program had it non-blocking: if
- *    it had, the calls return EAGAIN as libc's would. Descriptors returned
- *    by swarm_accept/swarm_accept4 are already managed. Because O_NONBLOCK
- *    belongs to the open file (shared with dup()s and child processes),
- *    use the swarm_* calls, not plain read/write, on a descriptor once it
- *    has been used through them, and close it with swarm_close.
+ *    epoll. swarm never changes a descriptor's O_NONBLOCK (it belongs to
+ *    the open file, shared with dup()s and child processes, which must not
+ *    see a flag the program did not set): each call is made non-blocking
+ *    by itself (RWF_NOWAIT, MSG_DONTWAIT, or a readiness check before the
+ *    call), and a descriptor the program made non-blocking gets EAGAIN as
+ *    libc's calls would give. Plain read/write on the same descriptor
+ *    stay as blocking as the program made it; use swarm_close to close
+ *    one other threads may wait on. A blocking swarm_connect runs on a
+ *    pool kernel thread while the calling thread parks.
  *  - Regular files and block devices never make epoll wait: a read or
  *    write on them is handed to a small pool of kernel threads while the
  *    swarm thread parks, so a worker never waits for the disk.
@@ -62,8 +64,8 @@ ssize_t swarm_sendto(int fd, const void *buf, size_t len, int flags,
                      const struct sockaddr *dest, socklen_t addrlen);
 ssize_t swarm_recvmsg(int fd, struct msghdr *msg, int flags);
 ssize_t swarm_sendmsg(int fd, const struct msghdr *msg, int flags);
-/* The new descriptor is managed by swarm (non-blocking underneath; blocking
- * to swarm_* calls unless SOCK_NONBLOCK was given to swarm_accept4). */
+/* The new descriptor is blocking unless SOCK_NONBLOCK was given to
+ * swarm_accept4, as with accept4; swarm_* calls on it park the thread. */
 int swarm_accept(int fd, struct sockaddr *addr, socklen_t *addrlen);
 int swarm_accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags);
 int swarm_connect(int fd, const struct sockaddr *addr, socklen_t addrlen);

@@ -1,56 +1,196 @@
 /*
  * io/calls.c — the blocking calls of include/swarm/io.h, shared by the
  * native API and the drop-in (pthread/io.c): each call is an "attempt"
- * (one non-blocking system call, which a poller may perform on the parked
- * thread's behalf) routed by the descriptor's kind: epoll wait for
- * sockets, pipes and the like, offload for regular files, straight through
+ * (one system call made non-blocking by itself, never through the file's
+ * O_NONBLOCK, which a poller may perform on the parked thread's behalf)
+ * routed by the descriptor's kind: epoll wait for sockets, pipes and the
+ * like, offload for regular files and blocking connects, straight through
  * for descriptors swarm leaves alone. Waits on several descriptors (poll,
  * select, epoll_wait) and connect are readiness waits that re-check
  * themselves. Semantics and errno are the kernel's: every result is the
  * system call's own, only the waiting differs.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "io/io.h"
 #include "swarm/io.h"
 
-/* ---- attempts: one non-blocking system call each ---- */
+/* ---- attempts: one non-blocking system call each ----
+ *
+ * Never through the file's O_NONBLOCK (it is shared with other processes:
+ * docs/io.md). read/write/readv/writev use preadv2/pwritev2 at the current
+ * position (offset -1) with RWF_NOWAIT: for sockets, pipes, eventfd and
+ * timerfd the kernel runs exactly the read/write path (a zero-length read
+ * returns 0 at once, a SOCK_SEQPACKET write gets its MSG_EOR, a pipe write
+ * of at most PIPE_BUF bytes is all or EAGAIN) but returns EAGAIN where it
+ * would sleep. Files without RWF_NOWAIT (FIFOs opened by name, terminals)
+ * answer EOPNOTSUPP on first try and are switched to IO_HOW_READY. The
+ * socket calls take MSG_DONTWAIT. accept has no per-call form: it is
+ * always IO_HOW_READY. n->how == IO_HOW_PLAIN (left-alone descriptors,
+ * regular files in the pool) makes the call as the program did. */
+
+static const struct timespec zero_ts = {0, 0};
+
+static bool is_vec(const struct io_node *n) {
+  return n->attempt == io_attempt_readv || n->attempt == io_attempt_writev;
+}
+
+static long plain_rw(struct io_node *n) {
+  if (is_vec(n))
+    return n->dir ? sys_writev(n->fd, n->iov, n->iovcnt)
+                  : sys_readv(n->fd, n->iov, n->iovcnt);
+  return n->dir ? sys_write(n->fd, n->buf, n->len)
+                : sys_read(n->fd, n->buf, n->len);
+}
+
+/* A write after POLLOUT on a pipe or FIFO: at most PIPE_BUF bytes, which a
+ * free slot always takes, so the call cannot sleep (unless another process
+ * filled the pipe in between). Longer writes have no atomicity to keep;
+ * the caller's loop (io_do) writes the rest. */
+static long fifo_write_chunk(struct io_node *n) {
+  if (!is_vec(n))
+    return sys_write(n->fd, n->buf, n->len < PIPE_BUF ? n->len : PIPE_BUF);
+  struct iovec part[16];
+  size_t total = 0;
+  int cnt = 0;
+  for (int i = 0; i < n->iovcnt && cnt < 16 && total < PIPE_BUF; i++) {
+    part[cnt] = n->iov[i];
+    if (part[cnt].iov_len > PIPE_BUF - total)
+      part[cnt].iov_len = PIPE_BUF - total;
+    total += part[cnt++].iov_len;
+  }
+  if (n->iovcnt <= 0 || n->iovcnt > IOV_MAX)
+    return plain_rw(n); /* the kernel's own EINVAL */
+  return sys_writev(n->fd, part, cnt);
+}
+
+static long ready_call_rw(struct io_node *n) {
+  if (n->dir && n->e->fifo)
+    return fifo_write_chunk(n);
+  return plain_rw(n);
+}
+
+/* Readiness first, then the call (IO_HOW_READY). Within the process the
+ * check and the call are serialized per direction (e->busy: 1 held, 2
+ * held and someone found it held), so two of our threads cannot both see
+ * one connection and have one of them sleep in accept; only another
+ * process sharing the file can take the readiness between the check and
+ * the call, and then the call blocks this worker until more comes (the
+ * monitor's spares keep the others running). A thread that finds it held
+ * says EAGAIN and parks; the holder then kicks a waiter (io_fd_kick), as
+ * it does after any call that got something done, since readiness may be
+ * left for the next one (one edge wakes one such waiter). */
+static long ready_then(struct io_node *n, short events,
+                       long (*call)(struct io_node *)) {
+  struct io_fd *e = n->e;
+  _Atomic uint8_t *busy = &e->busy[n->dir];
+  n->how = IO_HOW_READY;
+  uint8_t v = atomic_load(busy);
+  for (;;) {
+    if (v == 0) {
+      if (atomic_compare_exchange_weak(busy, &v, 1))
+        break; /* ours */
+    } else if (v == 2 || atomic_compare_exchange_weak(busy, &v, 2)) {
+      /* held, and the holder knows to kick: without that mark, a holder
+       * whose check said "not ready" just before an edge we counted
+       * would leave us parked beside data */
+      return -EAGAIN;
+    }
+  }
+  struct pollfd p = {n->fd, events, 0};
+  long r = sys_ppoll(&p, 1, &zero_ts, NULL);
+  bool done = false;
+  if (r == 0) {
+    r = -EAGAIN;
+  } else if (r > 0) {
+    if (p.revents & POLLNVAL) {
+      r = -EBADF;
+    } else {
+      r = call(n);
+      done = r != -EAGAIN;
+    }
+  }
+  if (atomic_exchange(busy, 0) == 2 || done)
+    io_fd_kick(e, n->dir);
+  return r;
+}
+
+static long rw(struct io_node *n) {
+  if (n->how == IO_HOW_PLAIN)
+    return plain_rw(n);
+  struct io_fd *e = n->e;
+  uint8_t how = atomic_load_explicit(&e->how[n->dir], memory_order_relaxed);
+  if (how != IO_HOW_READY) {
+    struct iovec one = {n->buf, n->len};
+    const struct iovec *iov = is_vec(n) ? n->iov : &one;
+    int cnt = is_vec(n) ? n->iovcnt : 1;
+    long r = io_ret(syscall(n->dir ? SYS_pwritev2 : SYS_preadv2, n->fd, iov,
+                            cnt, -1L, -1L, RWF_NOWAIT));
+    if ((r != -EOPNOTSUPP && r != -ENOSYS) || n->by_poller) {
+      if (how != IO_HOW_NOWAIT_OK)
+        atomic_store_explicit(&e->how[n->dir], IO_HOW_NOWAIT_OK,
+                              memory_order_relaxed);
+      n->how = IO_HOW_NOWAIT_OK;
+      return r;
+    }
+    /* No RWF_NOWAIT on this file (a first call; or an entry left stale by
+     * a close swarm did not see, now naming a FIFO): readiness first from
+     * now on. Never in a poller, which must not make a call that may
+     * block under e->lock: it passes the error on. A genuine EOPNOTSUPP
+     * of read or write comes back from the plain call just the same. */
+    atomic_store_explicit(&e->how[n->dir], IO_HOW_READY, memory_order_relaxed);
+  }
+  return ready_then(n, n->dir ? POLLOUT : POLLIN, ready_call_rw);
+}
 
 long io_attempt_read(struct io_node *n) {
-  return sys_read(n->fd, n->buf, n->len);
+  return rw(n);
 }
 long io_attempt_write(struct io_node *n) {
-  return sys_write(n->fd, n->buf, n->len);
+  return rw(n);
 }
 long io_attempt_readv(struct io_node *n) {
-  return sys_readv(n->fd, n->iov, n->iovcnt);
+  return rw(n);
 }
 long io_attempt_writev(struct io_node *n) {
-  return sys_writev(n->fd, n->iov, n->iovcnt);
+  return rw(n);
 }
 long io_attempt_recvfrom(struct io_node *n) {
-  return sys_recvfrom(n->fd, n->buf, n->len, n->flags | MSG_DONTWAIT, n->addr,
+  int dontwait = n->how == IO_HOW_PLAIN ? 0 : MSG_DONTWAIT;
+  return sys_recvfrom(n->fd, n->buf, n->len, n->flags | dontwait, n->addr,
                       n->addrlen);
 }
 long io_attempt_sendto(struct io_node *n) {
-  return sys_sendto(n->fd, n->buf, n->len, n->flags | MSG_DONTWAIT, n->caddr,
+  int dontwait = n->how == IO_HOW_PLAIN ? 0 : MSG_DONTWAIT;
+  return sys_sendto(n->fd, n->buf, n->len, n->flags | dontwait, n->caddr,
                     n->caddrlen);
 }
 long io_attempt_recvmsg(struct io_node *n) {
-  return sys_recvmsg(n->fd, n->msg, n->flags | MSG_DONTWAIT);
+  int dontwait = n->how == IO_HOW_PLAIN ? 0 : MSG_DONTWAIT;
+  return sys_recvmsg(n->fd, n->msg, n->flags | dontwait);
 }
 long io_attempt_sendmsg(struct io_node *n) {
-  return sys_sendmsg(n->fd, n->msg, n->flags | MSG_DONTWAIT);
+  int dontwait = n->how == IO_HOW_PLAIN ? 0 : MSG_DONTWAIT;
+  return sys_sendmsg(n->fd, n->msg, n->flags | dontwait);
+}
+
+static long accept_call(struct io_node *n) {
+  /* n->flags: the caller's accept4 flags */
+  long r = sys_accept4(n->fd, n->addr, n->addrlen, n->flags & ~MSG_DONTWAIT);
+  if (r >= 0)
+    io_fd_created((int)r);
+  return r;
 }
 long io_attempt_accept(struct io_node *n) {
-  /* n->flags: the caller's accept4 flags */
-  long r = sys_accept4(n->fd, n->addr, n->addrlen,
-                       (n->flags & ~MSG_DONTWAIT) | SOCK_NONBLOCK);
-  if (r >= 0)
-    io_fd_created((int)r, (n->flags & SOCK_NONBLOCK) != 0);
-  return r;
+  if (n->how == IO_HOW_PLAIN)
+    return accept_call(n);
+  return ready_then(n, POLLIN, accept_call);
+}
+long io_attempt_connect(struct io_node *n) {
+  return sys_connect(n->fd, n->caddr, n->caddrlen);
 }
 
 /* MSG_WAITALL: the attempts add MSG_DONTWAIT, which makes the kernel
@@ -71,19 +211,81 @@ static long recv_waitall(struct io_fd *e, struct io_node *n) {
   return (long)got;
 }
 
+/* A blocking write transfers everything (a signal aside, and a parked
+ * thread receives none); a non-blocking attempt may stop short when the
+ * pipe or socket buffer fills. Keep going with the rest, as the blocking
+ * call would have, unless the program asked for non-blocking or a timeout
+ * or error ends it (then what was written is the result). sendmsg is not
+ * continued: its ancillary data must not be sent twice. */
+static long write_rest(struct io_fd *e, struct io_node *n, long r) {
+  size_t total = 0;
+  if (is_vec(n)) {
+    for (int i = 0; i < n->iovcnt; i++)
+      total += n->iov[i].iov_len;
+  } else {
+    total = n->len;
+  }
+  if (r <= 0 || (size_t)r >= total || (n->flags & MSG_DONTWAIT) ||
+      io_fd_nonblock(n->fd))
+    return r;
+  struct iovec *copy = NULL;
+  if (is_vec(n)) {
+    copy = malloc(sizeof *copy * (size_t)n->iovcnt);
+    if (!copy)
+      return r;
+    memcpy(copy, n->iov, sizeof *copy * (size_t)n->iovcnt);
+  }
+  struct iovec *iov = copy;
+  int cnt = n->iovcnt;
+  size_t done = (size_t)r;
+  while (done < total) {
+    if (copy) { /* skip what is written */
+      size_t skip = (size_t)r;
+      while (cnt > 0 && skip >= iov->iov_len) {
+        skip -= iov->iov_len;
+        iov++;
+        cnt--;
+      }
+      if (cnt > 0) {
+        iov->iov_base = (char *)iov->iov_base + skip;
+        iov->iov_len -= skip;
+      }
+      n->iov = iov;
+      n->iovcnt = cnt;
+    } else {
+      n->buf = (char *)n->buf + r;
+      n->len -= (size_t)r;
+    }
+    r = io_call(e, n, 0);
+    if (r <= 0)
+      break;
+    done += (size_t)r;
+  }
+  free(copy);
+  return (long)done;
+}
+
 long io_do(int fd, struct io_node *n, bool adopt) {
   struct io_fd *e = io_fd_get(fd, adopt);
   if (!e)
     return -errno;
   n->fd = fd;
+  n->e = e;
   switch (atomic_load_explicit(&e->kind, memory_order_relaxed)) {
   case FD_POLLABLE:
+    n->how = IO_HOW_NOWAIT; /* the attempt picks e->how */
     if (unlikely((n->flags & MSG_WAITALL) && n->attempt == io_attempt_recvfrom))
       return recv_waitall(e, n);
+    if (n->dir &&
+        (n->attempt == io_attempt_write || n->attempt == io_attempt_writev ||
+         n->attempt == io_attempt_sendto))
+      return write_rest(e, n, io_call(e, n, 0));
     return io_call(e, n, 0);
   case FD_FILE:
+    n->how = IO_HOW_PLAIN;
     return io_offload(n);
   default:
+    n->how = IO_HOW_PLAIN;
     return n->attempt(n);
   }
 }
@@ -242,45 +444,28 @@ int io_epoll_wait_impl(int epfd, struct epoll_event *ev, int n, int ms) {
   }
 }
 
+/* connect has no per-call non-blocking form and no readiness to wait for
+ * before it: a blocking one (the program's socket is blocking, and swarm
+ * does not change that) runs on the offload pool's kernel thread while
+ * the thread parks; the kernel honours SO_SNDTIMEO itself. A socket the
+ * program made non-blocking gets the kernel's EINPROGRESS, as it asked. */
 int io_connect_impl(int fd, const struct sockaddr *a, socklen_t al,
                     bool adopt) {
   struct io_fd *e = io_fd_get(fd, adopt);
   if (!e)
     return (int)io_fail(-errno);
-  if (atomic_load(&e->kind) != FD_POLLABLE)
+  if (atomic_load(&e->kind) != FD_POLLABLE || !worker_current() ||
+      io_fd_nonblock(fd))
     return (int)io_fail(sys_connect(fd, a, al));
   struct io_node node;
   memset(&node, 0, sizeof node);
   node.fd = fd;
   node.e = e;
   node.dir = 1;
-  node.seq = atomic_load(&e->wseq);
-  long r = sys_connect(fd, a, al);
-  if (r != -EINPROGRESS || e->user_nonblock)
-    return (int)io_fail(r);
-  uint64_t deadline = 0;
-  struct timeval tv = {0, 0};
-  socklen_t len = sizeof tv;
-  if (getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &len) == 0 &&
-      (tv.tv_sec || tv.tv_usec))
-    deadline = deadline_after((int64_t)tv.tv_sec * 1000000000 +
-                              (int64_t)tv.tv_usec * 1000);
-  for (;;) {
-    struct pollfd p = {fd, POLLOUT, 0};
-    const struct timespec zero = {0, 0};
-    if (sys_ppoll(&p, 1, &zero, NULL) > 0) {
-      int err = 0;
-      socklen_t el = sizeof err;
-      if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0)
-        return -1;
-      return (int)io_fail(err ? -err : 0);
-    }
-    if (deadline && os_now_ns_inline() >= deadline)
-      return (int)io_fail(-EINPROGRESS);
-    if (io_wait_many(&node, 1, deadline) == 0)
-      return (int)io_fail(-EINPROGRESS);
-    node.seq = atomic_load(&e->wseq);
-  }
+  node.attempt = io_attempt_connect;
+  node.caddr = a;
+  node.caddrlen = al;
+  return (int)io_fail(io_offload_blocking(&node));
 }
 
 /* ---- the native API ---- */

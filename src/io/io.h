@@ -5,15 +5,21 @@
  *
  * Concepts (src/io/poller.c has the design and the races):
  *  - struct io_fd: what swarm knows about one descriptor number: its kind,
- *    the program's view of O_NONBLOCK, whether and where it is registered
- *    in an epoll, two readiness sequence counters (rseq, wseq: edges seen
- *    for reading and writing) and two FIFO lists of waiting nodes. Guarded
- *    by its spinlock; the table never frees entries, a close bumps `gen`.
+ *    how a call on it is made non-blocking (per call: RWF_NOWAIT or
+ *    MSG_DONTWAIT; or "readiness first, then the call"), whether and where
+ *    it is registered in an epoll, two readiness sequence counters (rseq,
+ *    wseq: edges seen for reading and writing) and two FIFO lists of
+ *    waiting nodes. Guarded by its spinlock; the table never frees
+ *    entries, a close bumps `gen`. swarm never changes the file's
+ *    O_NONBLOCK flag: it belongs to the open file description, which
+ *    other processes share, so the kernel's flag is always the program's.
  *  - struct io_wait: one parked thread's wait (on one or several fds), with
  *    `fired`, the one word whose 0 -> 1 transition decides who wakes the
  *    thread (a poller that completed its call, a timer, a close).
  *  - struct io_node: the thread's entry in one fd's list; carries the call
- *    a poller performs for it (attempt), or none for a pure readiness wait.
+ *    a poller performs for it (attempt), or none for a pure readiness wait;
+ *    a call made "readiness first" (how == IO_HOW_READY) is never performed
+ *    by a poller (it might block): its thread is woken to make it itself.
  */
 #ifndef SWARM_IO_INTERNAL_H
 #define SWARM_IO_INTERNAL_H
@@ -33,20 +39,34 @@
 
 enum io_kind {
   FD_UNKNOWN = 0, /* not looked at yet (or closed) */
-  FD_POLLABLE,    /* non-blocking underneath, waited for with epoll */
+  FD_POLLABLE,    /* calls made non-blocking per call, waits in epoll */
   FD_FILE,        /* regular file or block device: offloaded */
   FD_PASS,        /* left alone: calls go straight to the kernel */
+};
+
+/* How a read/write-family call on an FD_POLLABLE descriptor is made
+ * without blocking (struct io_fd's `how`, copied into the node). */
+enum io_how {
+  IO_HOW_PLAIN = 0, /* the plain system call (FD_FILE, FD_PASS, the pool) */
+  IO_HOW_NOWAIT,    /* preadv2/pwritev2(..., -1, RWF_NOWAIT): not tried yet */
+  IO_HOW_NOWAIT_OK, /* RWF_NOWAIT seen to work on this file */
+  IO_HOW_READY,     /* no per-call form (FIFOs opened by name, terminals,
+                     * listening sockets): a zero-timeout poll first, the
+                     * plain call only if it says ready; serialized per
+                     * direction within the process by io_fd.busy */
 };
 
 struct io_node;
 
 struct io_fd {
   _Atomic uint32_t lock;
-  _Atomic uint32_t gen; /* bumped by close: stale epoll events are dropped */
-  _Atomic uint8_t kind; /* enum io_kind; set under lock, read without */
-  bool user_nonblock;   /* the program's view of O_NONBLOCK */
-  bool registered;      /* in io_workers[owner]'s epoll */
+  _Atomic uint32_t gen;   /* bumped by close: stale epoll events are dropped */
+  _Atomic uint8_t kind;   /* enum io_kind; set under lock, read without */
+  _Atomic uint8_t how[2]; /* enum io_how of read/readv, write/writev */
+  bool registered;        /* in io_workers[owner]'s epoll */
   bool socket;
+  bool fifo; /* pipe or FIFO: READY writes go PIPE_BUF at a time */
+  _Atomic uint8_t busy[2]; /* IO_HOW_READY: a check-then-call in progress */
   int16_t owner;
   _Atomic uint32_t rseq, wseq;       /* readiness edges seen, per direction */
   struct io_node *head[2], *tail[2]; /* [0] readers, [1] writers */
@@ -71,9 +91,12 @@ struct io_node {
   struct io_wait *wait;
   struct io_fd *e;
   int fd;
-  int dir;      /* 0 read, 1 write */
-  bool linked;  /* in e's list (under e->lock) */
-  uint32_t seq; /* e's sequence counter when the attempt said EAGAIN */
+  int dir;        /* 0 read, 1 write */
+  bool linked;    /* in e's list (under e->lock) */
+  uint8_t how;    /* enum io_how the attempt used (IO_HOW_READY: never
+                   * performed by a poller; its thread is woken instead) */
+  bool by_poller; /* the attempt runs in a poller, under e->lock */
+  uint32_t seq;   /* e's sequence counter when the attempt said EAGAIN */
   /* the call to perform (NULL: a pure readiness wait) and its arguments */
   long (*attempt)(struct io_node *);
   void *buf;
@@ -159,20 +182,27 @@ static inline long io_fail(long r) {
 /* ---- the descriptor table (poller.c) ---- */
 /* The entry for fd (NULL only for fd < 0 or out of memory). */
 struct io_fd *io_fd_entry(int fd);
-/* The entry, its kind decided (fstat) on first use. adopt: make pipes,
- * FIFOs and character devices non-blocking too (the native API); the
- * drop-in passes false for descriptors it did not create and adopts only
- * sockets. NULL with errno on a bad descriptor. */
+/* The entry, its kind decided (fstat) on first use: sockets, pipes, FIFOs
+ * and anonymous inodes (eventfd, timerfd, ...) are waited for in epoll;
+ * character devices (terminals) too if adopt (the native API), otherwise
+ * left alone (the drop-in: a blocking read on a terminal must still stop a
+ * background job with SIGTTIN). NULL with errno on a bad descriptor. */
 struct io_fd *io_fd_get(int fd, bool adopt);
-/* Records a descriptor just created by an intercepted or native call:
- * makes it non-blocking underneath; user_nonblock is the program's view. */
-void io_fd_created(int fd, bool user_nonblock);
+/* Forgets what the entry of a descriptor number just created by an
+ * intercepted or native call knew (a stale entry, if its old file was
+ * closed behind swarm's back), and classifies it afresh. */
+void io_fd_created(int fd);
+/* Whether the open file has O_NONBLOCK (set by the program: swarm never
+ * sets it), asked of the kernel since dups and other processes share it. */
+bool io_fd_nonblock(int fd);
+/* A check-then-call (IO_HOW_READY) on direction dir of e finished and may
+ * have consumed readiness or left some: wake the next waiter to look. */
+void io_fd_kick(struct io_fd *e, int dir);
 /* fd stops naming its file: op(fd, arg) (the close, or the dup3 that
  * replaces it) runs under the entry's lock after the epoll registration is
  * removed; then waiters get EBADF. Returns op's result (-errno). */
 long io_fd_forget_with(int fd, long (*op)(int, void *), void *arg);
 long io_fd_close(int fd); /* io_fd_forget_with the close system call */
-void io_fd_set_user_nonblock(struct io_fd *e, bool nb);
 
 /* Runs the attempt in n with blocking semantics for the calling thread:
  * returns its result (>= 0 or -errno). timeout_ns < 0: none; 0: read
@@ -189,6 +219,10 @@ bool io_fd_register(struct io_fd *e, int fd);
 /* Runs n->attempt on a pool kernel thread while the caller parks (from a
  * worker); runs it in place otherwise. */
 long io_offload(struct io_node *n);
+/* Runs n->attempt, a call that may block, on a pool kernel thread while
+ * the caller parks (connect on a blocking socket); in place if the caller
+ * is not a worker. */
+long io_offload_blocking(struct io_node *n);
 
 /* ---- the calls' attempts (calls.c) ---- */
 long io_attempt_read(struct io_node *n);
@@ -200,6 +234,7 @@ long io_attempt_sendto(struct io_node *n);
 long io_attempt_recvmsg(struct io_node *n);
 long io_attempt_sendmsg(struct io_node *n);
 long io_attempt_accept(struct io_node *n);
+long io_attempt_connect(struct io_node *n); /* blocking: for the pool */
 
 /* Shared by the native API and the drop-in: one blocking-semantics call on
  * fd through the right path (epoll wait, offload, or straight through). */

@@ -183,6 +183,12 @@ static long pool_run(struct io_node *n) {
   return j.result;
 }
 
+long io_offload_blocking(struct io_node *n) {
+  if (!worker_current())
+    return n->attempt(n);
+  return pool_run(n);
+}
+
 void io_offload_after_fork(void) {
   /* the pool's kernel threads did not survive the fork */
   atomic_store(&pool.lock, 0);

@@ -4,10 +4,12 @@
  * perform the parked calls (MassiveThreads' I/O design, made lossless).
  *
  * Design:
- *  - Every descriptor a swarm thread does I/O on is non-blocking in the
- *    kernel. A call first simply tries (the fast path: one system call). On
- *    EAGAIN the thread parks on the descriptor's wait list for that
- *    direction (readers or writers), in FIFO order.
+ *  - A call first simply tries, without blocking (the fast path: one
+ *    system call made non-blocking by itself, never by the file's
+ *    O_NONBLOCK, which other processes share: calls.c). On EAGAIN, unless
+ *    the program set O_NONBLOCK itself (asked of the kernel), the thread
+ *    parks on the descriptor's wait list for that direction (readers or
+ *    writers), in FIFO order.
  *  - The descriptor is registered, once, edge-triggered for both
  *    directions, in the epoll of the worker that first waited on it
  *    (spares use a regular worker's). An edge bumps the entry's sequence
@@ -16,8 +18,14 @@
  *    the list and its thread is made runnable on the polling worker (the
  *    data is already in its buffer); the first that says EAGAIN stops the
  *    walk (the edge is used up; the next edge resumes it). Pure waits
- *    (poll, select, epoll_wait, connect, swarm_fd_wait) are woken with the
- *    events seen and re-check themselves.
+ *    (poll, select, epoll_wait, swarm_fd_wait) are woken with the events
+ *    seen and re-check themselves. A call with no per-call non-blocking
+ *    form (IO_HOW_READY: accept, FIFOs opened by name) is not performed
+ *    here, since under e->lock a call that blocks (another process took
+ *    the readiness) would stall this worker and every poller spinning on
+ *    the lock: the first such waiter is woken to make it itself, and
+ *    each one that gets something done wakes the next (io_fd_kick), so
+ *    readiness left over is not lost and there is no herd.
  *  - Who polls: a worker with nothing local to run (sched_loop's poll
  *    point), an idle worker, which sleeps in epoll_wait on its own epoll
  *    (an eventfd in it carries the scheduler's wake-ups; core's sleep
@@ -127,7 +135,8 @@ struct io_fd *io_fd_entry(int fd) {
   return &chunk[(uint32_t)fd & (CHUNK - 1)];
 }
 
-/* Decides e's kind (under its lock). */
+/* Decides e's kind (under its lock). Reads only: the file's flags are
+ * the program's and stay as they are. */
 static void classify(struct io_fd *e, int fd, bool adopt, int *err) {
   struct stat st;
   if (fstat(fd, &st) != 0) {
@@ -139,24 +148,21 @@ static void classify(struct io_fd *e, int fd, bool adopt, int *err) {
     atomic_store(&e->kind, FD_FILE);
     return;
   }
-  bool sock = type == S_IFSOCK;
   /* anonymous inodes (eventfd, timerfd, epoll, signalfd) have no type */
-  bool pollable = sock || type == S_IFIFO || type == S_IFCHR || type == 0;
-  if (!pollable || (!adopt && !sock)) {
+  bool pollable = type == S_IFSOCK || type == S_IFIFO || type == 0 ||
+                  (type == S_IFCHR && adopt);
+  if (!pollable) {
     atomic_store(&e->kind, FD_PASS);
     return;
   }
-  long fl = sys_fcntl(fd, F_GETFL, 0);
-  if (fl < 0) {
-    *err = (int)-fl;
-    return;
-  }
-  e->user_nonblock = (fl & O_NONBLOCK) != 0;
-  if (!e->user_nonblock && sys_fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-    atomic_store(&e->kind, FD_PASS);
-    return;
-  }
-  e->socket = sock;
+  e->socket = type == S_IFSOCK;
+  e->fifo = type == S_IFIFO;
+  /* until the kernel says otherwise, per direction (eventfd reads have
+   * RWF_NOWAIT, its writes not) */
+  atomic_store(&e->how[0], IO_HOW_NOWAIT);
+  atomic_store(&e->how[1], IO_HOW_NOWAIT);
+  atomic_store(&e->busy[0], 0);
+  atomic_store(&e->busy[1], 0);
   atomic_store(&e->kind, FD_POLLABLE);
 }
 
@@ -180,29 +186,19 @@ struct io_fd *io_fd_get(int fd, bool adopt) {
   return e;
 }
 
-void io_fd_created(int fd, bool user_nonblock) {
+void io_fd_created(int fd) {
   struct io_fd *e = io_fd_entry(fd);
   if (!e)
     return;
-  long fl = sys_fcntl(fd, F_GETFL, 0);
-  if (fl < 0)
-    return;
-  if (!(fl & O_NONBLOCK))
-    sys_fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-  struct stat st;
-  bool sock = fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
   spin_lock(&e->lock);
-  e->user_nonblock = user_nonblock;
-  e->socket = sock;
   e->registered = false;
-  atomic_store(&e->kind, FD_POLLABLE);
+  atomic_store(&e->kind, FD_UNKNOWN); /* classified on first use */
   spin_unlock(&e->lock);
 }
 
-void io_fd_set_user_nonblock(struct io_fd *e, bool nb) {
-  spin_lock(&e->lock);
-  e->user_nonblock = nb;
-  spin_unlock(&e->lock);
+bool io_fd_nonblock(int fd) {
+  long fl = sys_fcntl(fd, F_GETFL, 0);
+  return fl >= 0 && (fl & O_NONBLOCK);
 }
 
 /* ---- wait lists (under e->lock) ---- */
@@ -260,15 +256,26 @@ static void edge(struct io_fd *e, int d, uint32_t events,
                  struct io_node **done) {
   atomic_fetch_add(dir_seq(e, d), 1);
   struct io_node *n = e->head[d];
+  bool kicked = false;
   while (n) {
     struct io_node *next = n->next;
     struct io_wait *wt = n->wait;
-    if (!wait_claim(wt)) {
+    /* A check-then-call is not performed here: the call might block this
+     * worker (and everyone spinning on e->lock) if another process took
+     * the readiness first. Its thread is woken to look for itself; one
+     * per edge, and each one that gets something done wakes the next
+     * (io_fd_kick), so readiness left over is not lost, without a herd. */
+    bool kick = n->attempt && n->how == IO_HOW_READY;
+    if ((kick && kicked) || !wait_claim(wt)) {
       n = next;
       continue;
     }
-    if (n->attempt) {
+    if (kick) {
+      kicked = true; /* not completed: io_call tries again */
+    } else if (n->attempt) {
+      n->by_poller = true;
       long r = n->attempt(n);
+      n->by_poller = false;
       if (r == -EAGAIN) {
         atomic_store(&wt->fired, ARMED); /* unclaim */
         if (!atomic_load(&wt->timed_out) || !wait_claim(wt))
@@ -287,6 +294,22 @@ static void edge(struct io_fd *e, int d, uint32_t events,
     *done = n;
     n = next;
   }
+}
+
+void io_fd_kick(struct io_fd *e, int d) {
+  struct io_node *done = NULL;
+  spin_lock(&e->lock);
+  atomic_fetch_add(dir_seq(e, d), 1); /* a thread about to park retries */
+  for (struct io_node *n = e->head[d]; n; n = n->next)
+    if (n->attempt && n->how == IO_HOW_READY && wait_claim(n->wait)) {
+      node_unlink(e, n);
+      n->ready_next = NULL;
+      done = n;
+      break;
+    }
+  spin_unlock(&e->lock);
+  if (done)
+    swarm_ready(done->wait->thread);
 }
 
 /* Readies the threads of claimed nodes; a node is not touched after its
@@ -452,8 +475,7 @@ long io_fd_forget_with(int fd, long (*op)(int, void *), void *arg) {
       }
     }
     e->registered = false;
-    e->user_nonblock = false;
-    e->socket = false;
+    e->socket = e->fifo = false;
     atomic_store(&e->kind, FD_UNKNOWN);
   }
   spin_unlock(&e->lock);
@@ -565,8 +587,8 @@ long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns) {
   for (;;) {
     n->seq = atomic_load(dir_seq(e, n->dir));
     long r = n->attempt(n);
-    if (r != -EAGAIN || e->user_nonblock || (n->flags & MSG_DONTWAIT))
-      return r;
+    if (r != -EAGAIN || (n->flags & MSG_DONTWAIT) || io_fd_nonblock(n->fd))
+      return r; /* the program asked for EAGAIN, by flag or by file */
     if (!timeout_known) {
       timeout_known = true;
       int64_t t = e->socket ? sockopt_timeout(n->fd, n->dir) : -1;
@@ -576,10 +598,12 @@ long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns) {
     if (deadline && now_ns() >= deadline)
       return -EAGAIN;
     if (!e->registered && !io_fd_register(e, n->fd)) {
-      /* epoll refuses it: wait in the kernel (this blocks the worker) */
-      struct pollfd p = {n->fd, n->dir ? POLLOUT : POLLIN, 0};
-      sys_ppoll(&p, 1, NULL, NULL);
-      continue;
+      /* epoll refuses it (a file that is always "ready", or an entry made
+       * stale by a close swarm did not see and a regular file opened at
+       * the same number): the plain call, blocking the worker. Retrying
+       * RWF_NOWAIT would spin on a regular file's page-cache miss. */
+      n->how = IO_HOW_PLAIN;
+      return n->attempt(n);
     }
     struct io_wait wt;
     park_on(n, 1, &wt, deadline);
@@ -696,6 +720,8 @@ static void hook_after_fork(void) {
     for (uint32_t i = 0; i < CHUNK; i++) {
       struct io_fd *e = &chunk[i];
       atomic_store(&e->lock, 0);
+      atomic_store(&e->busy[0], 0); /* a holder did not come along */
+      atomic_store(&e->busy[1], 0);
       e->registered = false;
       e->head[0] = e->head[1] = e->tail[0] = e->tail[1] = NULL;
     }

@@ -4,27 +4,36 @@
  * the calling swarm thread, through src/io (the same code as the native
  * swarm_* calls).
  *
- * Which descriptors swarm manages (non-blocking underneath, waits in
- * epoll): those the program creates through the calls intercepted here
- * (socket, accept, accept4, pipe, pipe2, socketpair, eventfd, and dup*
- * copies of managed ones), and any socket on first use. Pipes, FIFOs and
- * terminals the program did not create here (stdin from a shell) are left
- * blocking: O_NONBLOCK belongs to the open file, which other processes
- * share; a read on them blocks the worker, and the monitor's spare workers
- * keep the other threads running meanwhile. Regular files are offloaded.
+ * Which descriptors swarm manages (waits in epoll): sockets, pipes, FIFOs
+ * and anonymous inodes (eventfd, timerfd, ...), whoever created them,
+ * including those inherited at start (stdin from a shell pipe). Terminals
+ * and other character devices are left alone: a blocking read must still
+ * stop a background job with SIGTTIN. Regular files are offloaded.
  *
- * The program's view of O_NONBLOCK is kept per descriptor: fcntl(F_SETFL)
- * and ioctl(FIONBIO) set it (the kernel's flag stays on), F_GETFL reports
- * it, and a descriptor the program made non-blocking returns EAGAIN.
- * Calls from kernel threads that are not swarm threads block that kernel
- * thread, with the same semantics. The _FORTIFY_SOURCE variants
- * (__read_chk, __recv_chk, __recvfrom_chk, __poll_chk, __ppoll_chk) are
- * covered too, since Debian builds programs with them.
+ * O_NONBLOCK is never set: it belongs to the open file description, which
+ * a child shares after fork (and keeps across exec, posix_spawn, system,
+ * popen, vfork), and which SCM_RIGHTS and pidfd_getfd hand to strangers.
+ * A flag swarm set would make an ordinary child read EAGAIN, and a flag
+ * another swarm process set would look like the program's own. So the
+ * kernel's flag is always exactly what the program set (fcntl and ioctl
+ * FIONBIO go straight to the kernel; only F_DUPFD is watched), nothing has
+ * to be undone before fork or exec, and each call is made non-blocking by
+ * itself (src/io/calls.c): read/write/readv/writev as preadv2/pwritev2
+ * with RWF_NOWAIT, the socket calls with MSG_DONTWAIT, accept and files
+ * without RWF_NOWAIT (FIFOs opened by name) by a readiness check first,
+ * and a blocking connect on the offload pool's kernel thread. Before a
+ * thread parks, the kernel's F_GETFL says whether the program asked for
+ * EAGAIN instead. Calls from kernel threads that are not swarm threads
+ * block that kernel thread, with the same semantics. The _FORTIFY_SOURCE
+ * variants (__read_chk, __recv_chk, __recvfrom_chk, __poll_chk,
+ * __ppoll_chk) are covered too, since Debian builds programs with them.
  *
  * Known limit: a managed descriptor used through stdio (fdopen) or closed
  * by libc internally (fclose) is reached through glibc's internal names,
- * which cannot be interposed: stdio sees EAGAIN where it expected to
- * block, and swarm does not learn of that close.
+ * which cannot be interposed: stdio's calls block the worker, and swarm
+ * does not learn of that close (the next use of the number through us
+ * finds a stale entry; where epoll refuses the new file, the plain call
+ * is made).
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -33,7 +42,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -208,15 +216,15 @@ DROPIN_API int epoll_wait(int epfd, struct epoll_event *ev, int maxevents,
 DROPIN_API int socket(int domain, int type, int protocol) {
   long r = io_ret(syscall(SYS_socket, domain, type, protocol));
   if (r >= 0)
-    io_fd_created((int)r, (type & SOCK_NONBLOCK) != 0);
+    io_fd_created((int)r);
   return (int)io_fail(r);
 }
 
 DROPIN_API int socketpair(int domain, int type, int protocol, int sv[2]) {
   long r = io_ret(syscall(SYS_socketpair, domain, type, protocol, sv));
   if (r == 0) {
-    io_fd_created(sv[0], (type & SOCK_NONBLOCK) != 0);
-    io_fd_created(sv[1], (type & SOCK_NONBLOCK) != 0);
+    io_fd_created(sv[0]);
+    io_fd_created(sv[1]);
   }
   return (int)io_fail(r);
 }
@@ -224,8 +232,8 @@ DROPIN_API int socketpair(int domain, int type, int protocol, int sv[2]) {
 DROPIN_API int pipe2(int fds[2], int flags) {
   long r = io_ret(syscall(SYS_pipe2, fds, flags));
   if (r == 0) {
-    io_fd_created(fds[0], (flags & O_NONBLOCK) != 0);
-    io_fd_created(fds[1], (flags & O_NONBLOCK) != 0);
+    io_fd_created(fds[0]);
+    io_fd_created(fds[1]);
   }
   return (int)io_fail(r);
 }
@@ -237,17 +245,15 @@ DROPIN_API int pipe(int fds[2]) {
 DROPIN_API int eventfd(unsigned int initval, int flags) {
   long r = io_ret(syscall(SYS_eventfd2, initval, flags));
   if (r >= 0)
-    io_fd_created((int)r, (flags & EFD_NONBLOCK) != 0);
+    io_fd_created((int)r);
   return (int)io_fail(r);
 }
 
-/* A copy of old as new: managed if old is, with old's view of O_NONBLOCK. */
+/* A copy of old as r: whatever the entry of r knew is stale. */
 static long copied(int old, long r) {
-  if (r < 0)
-    return r;
-  struct io_fd *e = io_fd_entry(old);
-  if (e && atomic_load(&e->kind) == FD_POLLABLE)
-    io_fd_created((int)r, e->user_nonblock);
+  (void)old;
+  if (r >= 0)
+    io_fd_created((int)r);
   return r;
 }
 
@@ -276,48 +282,20 @@ DROPIN_API int dup2(int old, int new) {
   return dup3(old, new, 0);
 }
 
+/* Only the copies need us: O_NONBLOCK (F_GETFL, F_SETFL, and ioctl's
+ * FIONBIO, not interposed) is the kernel's and the program's alone. */
 DROPIN_API int fcntl(int fd, int cmd, ...) {
   va_list ap;
   va_start(ap, cmd);
   long arg = va_arg(ap, long); /* int or pointer: both fit in a long */
   va_end(ap);
   switch (cmd) {
-  case F_GETFL:
-  case F_SETFL: {
-    struct io_fd *e = io_fd_get(fd, false);
-    bool managed = e && atomic_load(&e->kind) == FD_POLLABLE;
-    if (cmd == F_GETFL) {
-      long r = sys_fcntl(fd, F_GETFL, 0);
-      if (r >= 0 && managed)
-        r = (r & ~O_NONBLOCK) | (e->user_nonblock ? O_NONBLOCK : 0);
-      return (int)io_fail(r);
-    }
-    long r = sys_fcntl(fd, F_SETFL, managed ? arg | O_NONBLOCK : arg);
-    if (r == 0 && managed)
-      io_fd_set_user_nonblock(e, (arg & O_NONBLOCK) != 0);
-    return (int)io_fail(r);
-  }
   case F_DUPFD:
   case F_DUPFD_CLOEXEC:
     return (int)io_fail(copied(fd, sys_fcntl(fd, cmd, arg)));
   default:
     return (int)io_fail(sys_fcntl(fd, cmd, arg));
   }
-}
-
-DROPIN_API int ioctl(int fd, unsigned long request, ...) {
-  va_list ap;
-  va_start(ap, request);
-  void *arg = va_arg(ap, void *);
-  va_end(ap);
-  if (request == FIONBIO && arg) {
-    struct io_fd *e = io_fd_get(fd, false);
-    if (e && atomic_load(&e->kind) == FD_POLLABLE) {
-      io_fd_set_user_nonblock(e, *(int *)arg != 0);
-      return 0; /* the kernel's flag stays on */
-    }
-  }
-  return (int)io_fail(io_ret(syscall(SYS_ioctl, fd, request, arg)));
 }
 
 DROPIN_API int close(int fd) {
