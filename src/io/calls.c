@@ -118,8 +118,25 @@ static long ready_then(struct io_node *n, short events,
   return r;
 }
 
+/* A read of zero bytes never sleeps (pipes, sockets, terminals and files
+ * answer at once), and readiness-first would wait for data it does not
+ * want. Not so a write: a zero-length datagram or a write to a connecting
+ * stream may wait, as readiness-first does. */
+static bool reads_nothing(const struct io_node *n) {
+  if (n->dir)
+    return false;
+  if (!is_vec(n))
+    return n->len == 0;
+  if (n->iovcnt <= 0 || n->iovcnt > IOV_MAX)
+    return true; /* the kernel's own EINVAL, at once */
+  for (int i = 0; i < n->iovcnt; i++)
+    if (n->iov[i].iov_len)
+      return false;
+  return true;
+}
+
 static long rw(struct io_node *n) {
-  if (n->how == IO_HOW_PLAIN)
+  if (n->how == IO_HOW_PLAIN || reads_nothing(n))
     return plain_rw(n);
   struct io_fd *e = n->e;
   uint8_t how = atomic_load_explicit(&e->how[n->dir], memory_order_relaxed);

@@ -156,10 +156,18 @@ static inline long sys_fcntl(int fd, int cmd, long arg) {
   return io_ret(syscall(SYS_fcntl, fd, cmd, arg));
 }
 /* poll, select and epoll_wait as their p-variants: AArch64 has only those */
+/* The raw ppoll writes the time left back into its timeout: pass a copy,
+ * so a const (read-only) timeout is fine. Linux ignores a failed write-back,
+ * but qemu-user fails the call with EFAULT. */
 static inline long sys_ppoll(struct pollfd *f, nfds_t n,
                              const struct timespec *t, const sigset_t *m) {
+  struct timespec left, *tp = NULL;
+  if (t) {
+    left = *t;
+    tp = &left;
+  }
   return io_ret(
-      syscall(SYS_ppoll, f, n, t, m, (size_t)8 /* the kernel sigset */));
+      syscall(SYS_ppoll, f, n, tp, m, (size_t)8 /* the kernel sigset */));
 }
 static inline long sys_epoll_pwait(int ep, struct epoll_event *ev, int n,
                                    int ms) {

@@ -321,6 +321,7 @@ static void *body(void *arg) {
 }
 
 int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0); /* a hang shows how far it came */
   swarm_thread_t t;
   CHECK(swarm_spawn(&t, NULL, body, NULL) == 0);
   CHECK(swarm_join(t, NULL) == 0);
