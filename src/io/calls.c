@@ -17,6 +17,7 @@
 
 #include "io/io.h"
 #include "swarm/io.h"
+#include "sync/sync.h"
 
 /* ---- attempts: one non-blocking system call each ----
  *
@@ -313,20 +314,23 @@ static uint64_t deadline_after(int64_t ns) {
   return ns > 0 ? os_now_ns_inline() + (uint64_t)ns : 0;
 }
 
-/* Sleeps the calling thread until deadline (0: for ever). */
-static void sleep_until(uint64_t deadline) {
+/* Sleeps the calling thread until deadline (0: for ever). 0, or -1 when
+ * interruptible and sync_interrupt ended it. */
+static int sleep_until(uint64_t deadline, bool interruptible) {
   for (;;) {
     uint64_t now = os_now_ns_inline();
     if (deadline && now >= deadline)
-      return;
-    swarm_sleep_ns(deadline ? deadline - now : 1000000000ull);
+      return 0;
+    uint64_t until = deadline ? deadline : now + 1000000000ull;
+    if (sync_sleep_until(until, interruptible) == ECANCELED)
+      return -1;
   }
 }
 
 #define POLL_STACK_NODES 16
 
 int io_poll_impl(struct pollfd *fds, nfds_t nfds, int64_t timeout_ns,
-                 const sigset_t *mask) {
+                 const sigset_t *mask, bool interruptible) {
   uint64_t deadline = deadline_after(timeout_ns);
   const struct timespec zero = {0, 0};
   struct io_node stack_nodes[POLL_STACK_NODES];
@@ -356,6 +360,7 @@ int io_poll_impl(struct pollfd *fds, nfds_t nfds, int64_t timeout_ns,
         n->fd = fds[i].fd;
         n->e = e;
         n->dir = d;
+        n->interruptible = interruptible;
         n->seq = atomic_load(d ? &e->wseq : &e->rseq);
       }
     }
@@ -368,10 +373,11 @@ int io_poll_impl(struct pollfd *fds, nfds_t nfds, int64_t timeout_ns,
       result = 0;
       break;
     }
-    if (count == 0)
-      sleep_until(deadline);
-    else
-      io_wait_many(nodes, count, deadline);
+    if ((count == 0 ? sleep_until(deadline, interruptible)
+                    : io_wait_many(nodes, count, deadline)) < 0) {
+      result = (int)io_fail(-ECANCELED);
+      break;
+    }
   }
   if (nodes != stack_nodes)
     free(nodes);
@@ -379,7 +385,7 @@ int io_poll_impl(struct pollfd *fds, nfds_t nfds, int64_t timeout_ns,
 }
 
 int io_select_impl(int nfds, fd_set *r, fd_set *w, fd_set *x,
-                   struct timeval *tv) {
+                   struct timeval *tv, bool interruptible) {
   if (nfds < 0 || nfds > FD_SETSIZE ||
       (tv && (tv->tv_sec < 0 || tv->tv_usec < 0)))
     return (int)io_fail(-EINVAL);
@@ -404,7 +410,7 @@ int io_select_impl(int nfds, fd_set *r, fd_set *w, fd_set *x,
   }
   int64_t ns =
       tv ? (int64_t)tv->tv_sec * 1000000000 + (int64_t)tv->tv_usec * 1000 : -1;
-  int n = io_poll_impl(p, (nfds_t)np, ns, NULL);
+  int n = io_poll_impl(p, (nfds_t)np, ns, NULL, interruptible);
   if (n > 0) {
     n = 0;
     for (int i = 0; i < np; i++)
@@ -441,7 +447,8 @@ int io_select_impl(int nfds, fd_set *r, fd_set *w, fd_set *x,
   return n;
 }
 
-int io_epoll_wait_impl(int epfd, struct epoll_event *ev, int n, int ms) {
+int io_epoll_wait_impl(int epfd, struct epoll_event *ev, int n, int ms,
+                       bool interruptible) {
   uint64_t deadline = deadline_after(ms > 0 ? (int64_t)ms * 1000000 : 0);
   for (;;) {
     struct io_fd *e = io_fd_get(epfd, false);
@@ -450,6 +457,7 @@ int io_epoll_wait_impl(int epfd, struct epoll_event *ev, int n, int ms) {
     if (e) {
       node.fd = epfd;
       node.e = e;
+      node.interruptible = interruptible;
       node.seq = atomic_load(&e->rseq);
     }
     long r = sys_epoll_pwait(epfd, ev, n, 0);
@@ -457,7 +465,8 @@ int io_epoll_wait_impl(int epfd, struct epoll_event *ev, int n, int ms) {
       return (int)io_fail(r);
     if (deadline && os_now_ns_inline() >= deadline)
       return 0;
-    io_wait_many(&node, 1, deadline);
+    if (io_wait_many(&node, 1, deadline) < 0)
+      return (int)io_fail(-ECANCELED);
   }
 }
 
@@ -563,8 +572,9 @@ int swarm_connect(int fd, const struct sockaddr *addr, socklen_t addrlen) {
 }
 
 int swarm_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms) {
-  return io_poll_impl(
-      fds, nfds, timeout_ms < 0 ? -1 : (int64_t)timeout_ms * 1000000, NULL);
+  return io_poll_impl(fds, nfds,
+                      timeout_ms < 0 ? -1 : (int64_t)timeout_ms * 1000000, NULL,
+                      false);
 }
 
 int swarm_ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *tmo,
@@ -574,17 +584,17 @@ int swarm_ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *tmo,
     return (int)io_fail(-EINVAL);
   int64_t ns =
       tmo ? (int64_t)tmo->tv_sec * 1000000000 + (int64_t)tmo->tv_nsec : -1;
-  return io_poll_impl(fds, nfds, ns, sigmask);
+  return io_poll_impl(fds, nfds, ns, sigmask, false);
 }
 
 int swarm_select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
                  struct timeval *timeout) {
-  return io_select_impl(nfds, readfds, writefds, exceptfds, timeout);
+  return io_select_impl(nfds, readfds, writefds, exceptfds, timeout, false);
 }
 
 int swarm_epoll_wait(int epfd, struct epoll_event *events, int maxevents,
                      int timeout_ms) {
-  return io_epoll_wait_impl(epfd, events, maxevents, timeout_ms);
+  return io_epoll_wait_impl(epfd, events, maxevents, timeout_ms, false);
 }
 
 int swarm_fd_wait(int fd, short events, int timeout_ms) {

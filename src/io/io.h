@@ -76,6 +76,7 @@ struct io_wait {
   _Atomic int fired;     /* 1 while disarmed or once claimed */
   _Atomic int timed_out; /* set by the timer before it tries to claim */
   _Atomic int timer_done;
+  _Atomic int interrupted; /* set by sync_interrupt's hook before it claims */
   bool has_timer;
   bool closed;      /* claimed by close: EBADF */
   bool completed;   /* claimed by a poller whose attempt finished */
@@ -96,6 +97,8 @@ struct io_node {
   uint8_t how;    /* enum io_how the attempt used (IO_HOW_READY: never
                    * performed by a poller; its thread is woken instead) */
   bool by_poller; /* the attempt runs in a poller, under e->lock */
+  bool interruptible; /* the drop-in's cancellation may end the wait:
+                       * io_call then returns -ECANCELED */
   uint32_t seq;   /* e's sequence counter when the attempt said EAGAIN */
   /* the call to perform (NULL: a pure readiness wait) and its arguments */
   long (*attempt)(struct io_node *);
@@ -214,11 +217,14 @@ long io_fd_close(int fd); /* io_fd_forget_with the close system call */
 
 /* Runs the attempt in n with blocking semantics for the calling thread:
  * returns its result (>= 0 or -errno). timeout_ns < 0: none; 0: read
- * SO_RCVTIMEO / SO_SNDTIMEO for a socket. On timeout returns -EAGAIN. */
+ * SO_RCVTIMEO / SO_SNDTIMEO for a socket. On timeout returns -EAGAIN; if
+ * n->interruptible and sync_interrupt ended the wait, -ECANCELED (a call
+ * the poller completed first returns its result: nothing is lost). */
 long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns);
 /* Parks until one of nodes[0..count) (pure waits, fd/dir/e set) sees an
  * edge, or the deadline (CLOCK_MONOTONIC, 0 = none) passes. Returns 1
- * (readiness or closed), 0 on timeout. */
+ * (readiness or closed), 0 on timeout, -1 when nodes[0].interruptible and
+ * sync_interrupt ended the wait. */
 int io_wait_many(struct io_node *nodes, int count, uint64_t deadline);
 /* Makes sure e (descriptor fd) is in an epoll. false: epoll refuses it. */
 bool io_fd_register(struct io_fd *e, int fd);
@@ -247,11 +253,14 @@ long io_attempt_connect(struct io_node *n); /* blocking: for the pool */
 /* Shared by the native API and the drop-in: one blocking-semantics call on
  * fd through the right path (epoll wait, offload, or straight through). */
 long io_do(int fd, struct io_node *n, bool adopt);
+/* The readiness waits. interruptible (the drop-in's cancellation points):
+ * sync_interrupt ends them with -1 and errno ECANCELED. */
 int io_poll_impl(struct pollfd *fds, nfds_t nfds, int64_t timeout_ns,
-                 const sigset_t *mask);
+                 const sigset_t *mask, bool interruptible);
 int io_connect_impl(int fd, const struct sockaddr *a, socklen_t al, bool adopt);
-int io_epoll_wait_impl(int epfd, struct epoll_event *ev, int n, int ms);
+int io_epoll_wait_impl(int epfd, struct epoll_event *ev, int n, int ms,
+                       bool interruptible);
 int io_select_impl(int nfds, fd_set *r, fd_set *w, fd_set *x,
-                   struct timeval *tv);
+                   struct timeval *tv, bool interruptible);
 
 #endif

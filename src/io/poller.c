@@ -81,6 +81,7 @@
 #include <sys/stat.h>
 
 #include "io/io.h"
+#include "sync/sync.h"
 
 #define CHUNK_SHIFT 12
 #define CHUNK ((uint32_t)1 << CHUNK_SHIFT)
@@ -529,12 +530,21 @@ static void timer_fire(struct swarm_timer *t) {
   atomic_store(&wt->timer_done, 1); /* wt may be gone after this */
 }
 
+/* sync_interrupt's hook (the drop-in's pthread_cancel), under the thread's
+ * record lock, which keeps wt alive until park_on unregisters. */
+static struct swarm_thread *interrupt_hook(void *arg) {
+  struct io_wait *wt = arg;
+  atomic_store(&wt->interrupted, 1);
+  return wait_claim(wt) ? wt->thread : NULL;
+}
+
 static void park_on(struct io_node *nodes, int count, struct io_wait *wt,
                     uint64_t deadline) {
   wt->thread = swarm_current_thread();
   atomic_init(&wt->fired, DISARMED);
   atomic_init(&wt->timed_out, 0);
   atomic_init(&wt->timer_done, 0);
+  atomic_init(&wt->interrupted, 0);
   wt->closed = wt->completed = false;
   wt->has_timer = false;
   wt->result = 0;
@@ -543,12 +553,19 @@ static void park_on(struct io_node *nodes, int count, struct io_wait *wt,
     nodes[i].wait = wt;
     nodes[i].linked = false;
   }
+  bool hooked = nodes[0].interruptible;
+  if (hooked && !sync_interruptible_begin(wt->thread, interrupt_hook, wt)) {
+    atomic_store(&wt->interrupted, 1); /* pending already: no park */
+    return;
+  }
   if (deadline && swarm_timer_start(&wt->timer, deadline, timer_fire, wt) == 0)
     wt->has_timer = true;
   struct park_set p = {nodes, count};
   atomic_fetch_add(&io.nwaiting, 1);
   swarm_park(commit_wait, &p);
   atomic_fetch_sub(&io.nwaiting, 1);
+  if (hooked)
+    sync_interruptible_end(wt->thread);
   for (int i = 0; i < count; i++) {
     struct io_node *n = &nodes[i];
     if (!__atomic_load_n(&n->linked, __ATOMIC_RELAXED) && wt->completed)
@@ -611,6 +628,8 @@ long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns) {
       return wt.result;
     if (wt.closed)
       return -EBADF;
+    if (atomic_load(&wt.interrupted))
+      return -ECANCELED;
     if (deadline && atomic_load(&wt.timed_out))
       return -EAGAIN;
   }
@@ -622,6 +641,8 @@ int io_wait_many(struct io_node *nodes, int count, uint64_t deadline) {
       return 1; /* epoll refuses it: treat as ready (regular files) */
   struct io_wait wt;
   park_on(nodes, count, &wt, deadline);
+  if (atomic_load(&wt.interrupted))
+    return -1; /* a readiness wait has nothing to lose */
   if (wt.completed || wt.closed)
     return 1;
   if (deadline && atomic_load(&wt.timed_out))

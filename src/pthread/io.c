@@ -28,6 +28,17 @@
  * variants (__read_chk, __recv_chk, __recvfrom_chk, __poll_chk,
  * __ppoll_chk) are covered too, since Debian builds programs with them.
  *
+ * Cancellation points, as in NPTL: read, write, readv, writev, the recv
+ * and send families, accept, accept4, connect, poll, ppoll, select and
+ * epoll_wait act on a pending cancellation on entry, and a wait they park
+ * in ends when the thread is cancelled (sync_interrupt reaches it through
+ * the I/O layer's hook). A call the poller completed before the
+ * cancellation arrived returns its result, so no data is lost; the
+ * cancellation is then acted on at the next point. Not interruptible once
+ * under way, so acted on at entry only: regular-file calls (offloaded,
+ * short) and a blocking connect (made on the offload pool's kernel
+ * thread, which the kernel's own timeout ends).
+ *
  * Known limit: a managed descriptor used through stdio (fdopen) or closed
  * by libc internally (fclose) is reached through glibc's internal names,
  * which cannot be interposed: stdio's calls block the worker, and swarm
@@ -55,8 +66,28 @@
   memset(&n, 0, sizeof n);                                                     \
   __VA_ARGS__
 
+/* Entry to a cancellation point: on swarm threads only (a kernel thread
+ * that is not a worker may call read before the runtime exists). */
+static inline void cancel_point(void) {
+  if (worker_current())
+    dropin_testcancel();
+}
+
+/* A cancellation point around one I/O call. */
 static long call(int fd, struct io_node *n) {
-  return io_fail(io_do(fd, n, false));
+  cancel_point();
+  n->interruptible = true;
+  long r = io_do(fd, n, false);
+  if (r == -ECANCELED)
+    dropin_testcancel(); /* what interrupted the wait: acts, no return */
+  return io_fail(r);
+}
+
+/* After a readiness wait that may have been interrupted. */
+static int waited(int r) {
+  if (r < 0 && *os_errno_location() == ECANCELED)
+    dropin_testcancel();
+  return r;
 }
 
 /* ---- data transfer ---- */
@@ -149,18 +180,20 @@ DROPIN_API int accept(int fd, struct sockaddr *addr, socklen_t *addrlen) {
 }
 
 DROPIN_API int connect(int fd, const struct sockaddr *addr, socklen_t addrlen) {
+  cancel_point();
   return io_connect_impl(fd, addr, addrlen, false);
 }
 
 /* ---- readiness waits: on a swarm thread they park it ---- */
 
 DROPIN_API int poll(struct pollfd *fds, nfds_t nfds, int timeout) {
+  cancel_point();
   if (!worker_current()) {
     struct timespec ts = {timeout / 1000, (long)(timeout % 1000) * 1000000};
     return (int)io_fail(sys_ppoll(fds, nfds, timeout < 0 ? NULL : &ts, NULL));
   }
-  return io_poll_impl(fds, nfds, timeout < 0 ? -1 : (int64_t)timeout * 1000000,
-                      NULL);
+  return waited(io_poll_impl(
+      fds, nfds, timeout < 0 ? -1 : (int64_t)timeout * 1000000, NULL, true));
 }
 
 DROPIN_API int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout,
@@ -172,6 +205,7 @@ DROPIN_API int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout,
 
 DROPIN_API int ppoll(struct pollfd *fds, nfds_t nfds,
                      const struct timespec *tmo, const sigset_t *mask) {
+  cancel_point();
   if (!worker_current())
     return (int)io_fail(sys_ppoll(fds, nfds, tmo, mask));
   if (tmo &&
@@ -179,7 +213,7 @@ DROPIN_API int ppoll(struct pollfd *fds, nfds_t nfds,
     return dropin_fail(EINVAL);
   int64_t ns =
       tmo ? (int64_t)tmo->tv_sec * 1000000000 + (int64_t)tmo->tv_nsec : -1;
-  return io_poll_impl(fds, nfds, ns, mask);
+  return waited(io_poll_impl(fds, nfds, ns, mask, true));
 }
 
 DROPIN_API int __ppoll_chk(struct pollfd *fds, nfds_t nfds,
@@ -192,6 +226,7 @@ DROPIN_API int __ppoll_chk(struct pollfd *fds, nfds_t nfds,
 
 DROPIN_API int select(int nfds, fd_set *r, fd_set *w, fd_set *x,
                       struct timeval *tv) {
+  cancel_point();
   if (!worker_current()) {
     struct timespec ts, *tp = NULL;
     if (tv) {
@@ -201,14 +236,15 @@ DROPIN_API int select(int nfds, fd_set *r, fd_set *w, fd_set *x,
     }
     return (int)io_fail(io_ret(syscall(SYS_pselect6, nfds, r, w, x, tp, NULL)));
   }
-  return io_select_impl(nfds, r, w, x, tv);
+  return waited(io_select_impl(nfds, r, w, x, tv, true));
 }
 
 DROPIN_API int epoll_wait(int epfd, struct epoll_event *ev, int maxevents,
                           int timeout) {
+  cancel_point();
   if (!worker_current())
     return (int)io_fail(sys_epoll_pwait(epfd, ev, maxevents, timeout));
-  return io_epoll_wait_impl(epfd, ev, maxevents, timeout);
+  return waited(io_epoll_wait_impl(epfd, ev, maxevents, timeout, true));
 }
 
 /* ---- descriptors: creation, copies, flags, close ---- */

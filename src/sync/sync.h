@@ -169,9 +169,12 @@ struct sync_key_value {
 };
 
 struct sync_thread {
-  uint32_t lock;               /* guards `blocked` */
+  uint32_t lock;               /* guards `blocked` and the hook */
   _Atomic int interrupt;       /* an interruption is pending */
   struct sync_waiter *blocked; /* the interruptible wait in progress */
+  /* or another layer's (the I/O layer's): see sync_interruptible_begin */
+  struct swarm_thread *(*blocked_hook)(void *);
+  void *blocked_hook_arg;
   uint32_t nvalues;
   struct sync_key_value *values;
 };
@@ -195,6 +198,19 @@ int sync_exit_hook_available(void);
 int sync_interrupt(struct swarm_thread *t);
 void sync_interrupt_clear(struct swarm_thread *t);
 bool sync_interrupt_pending(struct swarm_thread *self);
+
+/* Interruptible waits outside sync (the I/O layer's parks). While one is
+ * registered, sync_interrupt calls hook(arg) under the record's lock; the
+ * hook ends the wait if it still can and returns the thread to ready (or
+ * NULL), which sync_interrupt readies after the lock. Returns false, with
+ * nothing registered, when an interruption is already pending: the wait
+ * must end with ECANCELED without parking. With no memory for a record it
+ * registers nothing and returns true: the wait is not interruptible.
+ * sync_interruptible_end unregisters; once it returns, the hook is not
+ * running and will not run, so the wait's memory may go. */
+bool sync_interruptible_begin(struct swarm_thread *self,
+                              struct swarm_thread *(*hook)(void *), void *arg);
+void sync_interruptible_end(struct swarm_thread *self);
 
 /* Interruptible forms used by the drop-in's cancellation points. They behave
  * as the swarm_* functions and may also return ECANCELED (cond waits return

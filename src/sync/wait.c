@@ -263,6 +263,7 @@ int sync_interrupt(struct swarm_thread *t) {
     return ENOMEM;
   atomic_store_explicit(&rec->interrupt, 1, memory_order_seq_cst);
   struct sync_waiter *list = NULL;
+  struct swarm_thread *woken = NULL;
   sync_spin_lock(&rec->lock);
   struct sync_waiter *w = rec->blocked;
   if (w) {
@@ -272,10 +273,42 @@ int sync_interrupt(struct swarm_thread *t) {
     if (w->queued)
       list = take_out(w, ECANCELED);
     sync_spin_unlock(w->lock);
+  } else if (rec->blocked_hook) {
+    woken = rec->blocked_hook(rec->blocked_hook_arg); /* alive alike */
   }
   sync_spin_unlock(&rec->lock);
   sync_ready_list(list);
+  if (woken)
+    swarm_ready(woken);
   return 0;
+}
+
+bool sync_interruptible_begin(struct swarm_thread *self,
+                              struct swarm_thread *(*hook)(void *), void *arg) {
+  struct sync_thread *rec = sync_thread_of(self, true);
+  if (!rec)
+    return true;
+  sync_spin_lock(&rec->lock);
+  rec->blocked_hook = hook;
+  rec->blocked_hook_arg = arg;
+  sync_spin_unlock(&rec->lock);
+  /* sync_interrupt stores the flag, then looks for a hook under the lock:
+   * it finds ours, or we see its flag now (both seq_cst). */
+  if (atomic_load_explicit(&rec->interrupt, memory_order_seq_cst)) {
+    sync_interruptible_end(self);
+    return false;
+  }
+  return true;
+}
+
+void sync_interruptible_end(struct swarm_thread *self) {
+  struct sync_thread *rec = sync_thread_of(self, false);
+  if (!rec)
+    return;
+  sync_spin_lock(&rec->lock);
+  rec->blocked_hook = NULL;
+  rec->blocked_hook_arg = NULL;
+  sync_spin_unlock(&rec->lock);
 }
 
 void sync_interrupt_clear(struct swarm_thread *t) {
