@@ -22,8 +22,11 @@
  *    one other threads may wait on. A blocking swarm_connect runs on a
  *    pool kernel thread while the calling thread parks.
  *  - Regular files and block devices never make epoll wait: a read or
- *    write on them is handed to a small pool of kernel threads while the
- *    swarm thread parks, so a worker never waits for the disk.
+ *    write (also positional: pread, pwrite, preadv, pwritev) first tries
+ *    the page cache without blocking (RWF_NOWAIT), and what it cannot
+ *    finish there, and every fsync/fdatasync, is handed to a small pool of
+ *    kernel threads while the swarm thread parks, so a worker never waits
+ *    for the disk.
  *  - Timeouts: SO_RCVTIMEO / SO_SNDTIMEO on sockets end the wait with
  *    EAGAIN (EINPROGRESS for connect), as in Linux; poll, ppoll, select and
  *    swarm_epoll_wait honour their timeout arguments.
@@ -56,6 +59,18 @@ ssize_t swarm_read(int fd, void *buf, size_t count);
 ssize_t swarm_write(int fd, const void *buf, size_t count);
 ssize_t swarm_readv(int fd, const struct iovec *iov, int iovcnt);
 ssize_t swarm_writev(int fd, const struct iovec *iov, int iovcnt);
+/* At a file offset, which they leave as it is: on a regular file the page
+ * cache is tried first, then the pool; on a pipe or socket the kernel's
+ * ESPIPE. EINVAL for a negative offset. */
+ssize_t swarm_pread(int fd, void *buf, size_t count, off_t offset);
+ssize_t swarm_pwrite(int fd, const void *buf, size_t count, off_t offset);
+ssize_t swarm_preadv(int fd, const struct iovec *iov, int iovcnt, off_t offset);
+ssize_t swarm_pwritev(int fd, const struct iovec *iov, int iovcnt,
+                      off_t offset);
+/* On a regular file or block device they run on the pool (a flush to the
+ * disk may take tens of milliseconds); elsewhere the plain call. */
+int swarm_fsync(int fd);
+int swarm_fdatasync(int fd);
 ssize_t swarm_recv(int fd, void *buf, size_t len, int flags);
 ssize_t swarm_send(int fd, const void *buf, size_t len, int flags);
 ssize_t swarm_recvfrom(int fd, void *buf, size_t len, int flags,

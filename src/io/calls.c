@@ -210,6 +210,26 @@ long io_attempt_accept(struct io_node *n) {
 long io_attempt_connect(struct io_node *n) {
   return sys_connect(n->fd, n->caddr, n->caddrlen);
 }
+/* The raw preadv/pwritev take the offset as (low, high) halves; on 64-bit
+ * the low word holds it all. */
+long io_attempt_pread(struct io_node *n) {
+  return io_ret(syscall(SYS_pread64, n->fd, n->buf, n->len, n->offset));
+}
+long io_attempt_pwrite(struct io_node *n) {
+  return io_ret(syscall(SYS_pwrite64, n->fd, n->buf, n->len, n->offset));
+}
+long io_attempt_preadv(struct io_node *n) {
+  return io_ret(syscall(SYS_preadv, n->fd, n->iov, n->iovcnt, n->offset, 0L));
+}
+long io_attempt_pwritev(struct io_node *n) {
+  return io_ret(syscall(SYS_pwritev, n->fd, n->iov, n->iovcnt, n->offset, 0L));
+}
+long io_attempt_fsync(struct io_node *n) {
+  return io_ret(syscall(SYS_fsync, n->fd));
+}
+long io_attempt_fdatasync(struct io_node *n) {
+  return io_ret(syscall(SYS_fdatasync, n->fd));
+}
 
 /* MSG_WAITALL: the attempts add MSG_DONTWAIT, which makes the kernel
  * return what it has; keep waiting for the rest as a blocking recv would
@@ -289,7 +309,10 @@ long io_do(int fd, struct io_node *n, bool adopt) {
     return -errno;
   n->fd = fd;
   n->e = e;
-  switch (atomic_load_explicit(&e->kind, memory_order_relaxed)) {
+  enum io_kind kind = atomic_load_explicit(&e->kind, memory_order_relaxed);
+  if (n->file_only && kind != FD_FILE)
+    kind = FD_PASS;
+  switch (kind) {
   case FD_POLLABLE:
     n->how = IO_HOW_NOWAIT; /* the attempt picks e->how */
     if (unlikely((n->flags & MSG_WAITALL) && n->attempt == io_attempt_recvfrom))
@@ -306,6 +329,14 @@ long io_do(int fd, struct io_node *n, bool adopt) {
     n->how = IO_HOW_PLAIN;
     return n->attempt(n);
   }
+}
+
+long io_do_at(int fd, struct io_node *n, off_t offset, bool adopt) {
+  if (offset < 0)
+    return -EINVAL;
+  n->file_only = true;
+  n->offset = offset;
+  return io_do(fd, n, adopt);
 }
 
 /* ---- readiness waits ---- */
@@ -510,6 +541,40 @@ ssize_t swarm_write(int fd, const void *buf, size_t count) {
   NODE(n.attempt = io_attempt_write; n.buf = (void *)buf; n.len = count;
        n.dir = 1;)
   return io_fail(io_do(fd, &n, true));
+}
+
+ssize_t swarm_pread(int fd, void *buf, size_t count, off_t offset) {
+  NODE(n.attempt = io_attempt_pread; n.buf = buf; n.len = count;)
+  return io_fail(io_do_at(fd, &n, offset, true));
+}
+
+ssize_t swarm_pwrite(int fd, const void *buf, size_t count, off_t offset) {
+  NODE(n.attempt = io_attempt_pwrite; n.buf = (void *)buf; n.len = count;
+       n.dir = 1;)
+  return io_fail(io_do_at(fd, &n, offset, true));
+}
+
+ssize_t swarm_preadv(int fd, const struct iovec *iov, int iovcnt,
+                     off_t offset) {
+  NODE(n.attempt = io_attempt_preadv; n.iov = iov; n.iovcnt = iovcnt;)
+  return io_fail(io_do_at(fd, &n, offset, true));
+}
+
+ssize_t swarm_pwritev(int fd, const struct iovec *iov, int iovcnt,
+                      off_t offset) {
+  NODE(n.attempt = io_attempt_pwritev; n.iov = iov; n.iovcnt = iovcnt;
+       n.dir = 1;)
+  return io_fail(io_do_at(fd, &n, offset, true));
+}
+
+int swarm_fsync(int fd) {
+  NODE(n.attempt = io_attempt_fsync; n.file_only = true;)
+  return (int)io_fail(io_do(fd, &n, true));
+}
+
+int swarm_fdatasync(int fd) {
+  NODE(n.attempt = io_attempt_fdatasync; n.file_only = true;)
+  return (int)io_fail(io_do(fd, &n, true));
 }
 
 ssize_t swarm_readv(int fd, const struct iovec *iov, int iovcnt) {

@@ -92,14 +92,18 @@ struct io_node {
   struct io_wait *wait;
   struct io_fd *e;
   int fd;
-  int dir;        /* 0 read, 1 write */
-  bool linked;    /* in e's list (under e->lock) */
-  uint8_t how;    /* enum io_how the attempt used (IO_HOW_READY: never
-                   * performed by a poller; its thread is woken instead) */
-  bool by_poller; /* the attempt runs in a poller, under e->lock */
+  int dir;            /* 0 read, 1 write */
+  bool linked;        /* in e's list (under e->lock) */
+  uint8_t how;        /* enum io_how the attempt used (IO_HOW_READY: never
+                       * performed by a poller; its thread is woken instead) */
+  bool by_poller;     /* the attempt runs in a poller, under e->lock */
   bool interruptible; /* the drop-in's cancellation may end the wait:
                        * io_call then returns -ECANCELED */
-  uint32_t seq;   /* e's sequence counter when the attempt said EAGAIN */
+  bool file_only;     /* pread/pwrite/fsync families: offloaded on a file,
+                       * otherwise the plain call (a stream answers ESPIPE
+                       * or EINVAL at once: nothing to wait for) */
+  off_t offset;       /* the positional calls' file offset (>= 0) */
+  uint32_t seq;       /* e's sequence counter when the attempt said EAGAIN */
   /* the call to perform (NULL: a pure readiness wait) and its arguments */
   long (*attempt)(struct io_node *);
   void *buf;
@@ -249,10 +253,22 @@ long io_attempt_recvmsg(struct io_node *n);
 long io_attempt_sendmsg(struct io_node *n);
 long io_attempt_accept(struct io_node *n);
 long io_attempt_connect(struct io_node *n); /* blocking: for the pool */
+/* positional and sync calls (n->file_only): plain system calls, run on the
+ * offload pool for files; pread/pwrite(v) try the page cache first */
+long io_attempt_pread(struct io_node *n);
+long io_attempt_pwrite(struct io_node *n);
+long io_attempt_preadv(struct io_node *n);
+long io_attempt_pwritev(struct io_node *n);
+long io_attempt_fsync(struct io_node *n);
+long io_attempt_fdatasync(struct io_node *n);
 
 /* Shared by the native API and the drop-in: one blocking-semantics call on
  * fd through the right path (epoll wait, offload, or straight through). */
 long io_do(int fd, struct io_node *n, bool adopt);
+/* The positional calls (pread/pwrite/preadv/pwritev, given as attempt with
+ * buf/len or iov/iovcnt): EINVAL for a negative offset, as the kernel
+ * checks first; then io_do. */
+long io_do_at(int fd, struct io_node *n, off_t offset, bool adopt);
 /* The readiness waits. interruptible (the drop-in's cancellation points):
  * sync_interrupt ends them with -1 and errno ECANCELED. */
 int io_poll_impl(struct pollfd *fds, nfds_t nfds, int64_t timeout_ns,

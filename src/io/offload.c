@@ -112,32 +112,43 @@ static bool nowait_enabled(void) {
   return m == 1;
 }
 
+/* A read or write of one buffer, which the pool may finish when the page
+ * cache gave part of it. */
+static bool one_buffer(const struct io_node *n) {
+  return n->attempt == io_attempt_read || n->attempt == io_attempt_write ||
+         n->attempt == io_attempt_pread || n->attempt == io_attempt_pwrite;
+}
+
 static long try_nowait(struct io_node *n, size_t *total) {
   struct iovec one, *iov;
   int cnt;
   *total = 0;
   if (!nowait_enabled())
     return -EAGAIN;
-  if (n->attempt == io_attempt_read || n->attempt == io_attempt_write) {
+  if (one_buffer(n)) {
     one.iov_base = n->buf;
     one.iov_len = n->len;
     iov = &one;
     cnt = 1;
   } else if (n->attempt == io_attempt_readv ||
-             n->attempt == io_attempt_writev) {
+             n->attempt == io_attempt_writev ||
+             n->attempt == io_attempt_preadv ||
+             n->attempt == io_attempt_pwritev) {
     iov = (struct iovec *)n->iov;
     cnt = n->iovcnt;
   } else {
-    return -EAGAIN;
+    return -EAGAIN; /* fsync, fdatasync: to the pool */
   }
-  bool reading =
-      n->attempt == io_attempt_read || n->attempt == io_attempt_readv;
+  bool reading = !n->dir;
+  /* the positional calls at their offset (io_do_at checked it is >= 0),
+   * the others at the file position (-1) */
+  long offset = n->file_only ? (long)n->offset : -1L;
   size_t want = 0;
   for (int i = 0; i < cnt; i++)
     want += iov[i].iov_len;
   *total = want;
   long r = io_ret(syscall(reading ? SYS_preadv2 : SYS_pwritev2, n->fd, iov, cnt,
-                          -1L, -1L, RWF_NOWAIT));
+                          offset, 0L, RWF_NOWAIT));
   return r;
 }
 
@@ -150,12 +161,13 @@ long io_offload(struct io_node *n) {
       (r < 0 && r != -EAGAIN && r != -EOPNOTSUPP && r != -ENOSYS &&
        r != -EINVAL))
     return r; /* done from the cache, end of file, or a real error */
-  if (r > 0 && n->attempt != io_attempt_read && n->attempt != io_attempt_write)
+  if (r > 0 && !one_buffer(n))
     return r;  /* a short readv/writev: legal, and we cannot un-read it */
   if (r > 0) { /* the rest of a read or write goes to the pool */
     struct io_node rest = *n;
     rest.buf = (char *)n->buf + r;
     rest.len = n->len - (size_t)r;
+    rest.offset = n->offset + r; /* positional calls: the rest's place */
     long more = pool_run(&rest);
     return more < 0 ? r : r + more;
   }

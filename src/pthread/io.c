@@ -120,6 +120,68 @@ DROPIN_API ssize_t writev(int fd, const struct iovec *iov, int iovcnt) {
   return call(fd, &n);
 }
 
+/* Positional calls: the 64-bit names are what programs built with
+ * _FILE_OFFSET_BITS=64 call; on LP64 they are the same functions. */
+DROPIN_API ssize_t pread(int fd, void *buf, size_t count, off_t offset) {
+  cancel_point();
+  NODE(n.attempt = io_attempt_pread; n.buf = buf; n.len = count;)
+  return io_fail(io_do_at(fd, &n, offset, false));
+}
+
+DROPIN_API ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset) {
+  cancel_point();
+  NODE(n.attempt = io_attempt_pwrite; n.buf = (void *)buf; n.len = count;
+       n.dir = 1;)
+  return io_fail(io_do_at(fd, &n, offset, false));
+}
+
+DROPIN_API ssize_t preadv(int fd, const struct iovec *iov, int iovcnt,
+                          off_t offset) {
+  cancel_point();
+  NODE(n.attempt = io_attempt_preadv; n.iov = iov; n.iovcnt = iovcnt;)
+  return io_fail(io_do_at(fd, &n, offset, false));
+}
+
+DROPIN_API ssize_t pwritev(int fd, const struct iovec *iov, int iovcnt,
+                           off_t offset) {
+  cancel_point();
+  NODE(n.attempt = io_attempt_pwritev; n.iov = iov; n.iovcnt = iovcnt;
+       n.dir = 1;)
+  return io_fail(io_do_at(fd, &n, offset, false));
+}
+
+DROPIN_API ssize_t pread64(int fd, void *buf, size_t count, off_t offset)
+    __attribute__((alias("pread")));
+DROPIN_API ssize_t pwrite64(int fd, const void *buf, size_t count, off_t offset)
+    __attribute__((alias("pwrite")));
+DROPIN_API ssize_t preadv64(int fd, const struct iovec *iov, int iovcnt,
+                            off_t offset) __attribute__((alias("preadv")));
+DROPIN_API ssize_t pwritev64(int fd, const struct iovec *iov, int iovcnt,
+                             off_t offset) __attribute__((alias("pwritev")));
+
+DROPIN_API ssize_t __pread_chk(int fd, void *buf, size_t count, off_t offset,
+                               size_t size) {
+  if (count > size)
+    abort();
+  return pread(fd, buf, count, offset);
+}
+
+DROPIN_API ssize_t __pread64_chk(int fd, void *buf, size_t count, off_t offset,
+                                 size_t size)
+    __attribute__((alias("__pread_chk")));
+
+DROPIN_API int fsync(int fd) {
+  cancel_point();
+  NODE(n.attempt = io_attempt_fsync; n.file_only = true;)
+  return (int)io_fail(io_do(fd, &n, false));
+}
+
+DROPIN_API int fdatasync(int fd) {
+  cancel_point();
+  NODE(n.attempt = io_attempt_fdatasync; n.file_only = true;)
+  return (int)io_fail(io_do(fd, &n, false));
+}
+
 DROPIN_API ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
                             struct sockaddr *src, socklen_t *addrlen) {
   NODE(n.attempt = io_attempt_recvfrom; n.buf = buf; n.len = len;

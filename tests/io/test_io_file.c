@@ -2,7 +2,11 @@
  * test_io_file: regular-file reads and writes through the offload pool
  * while every worker runs a CPU hog: a file written with swarm_write and
  * swarm_writev is read back with swarm_read and swarm_readv, every byte
- * checked, by several threads at once, each on its own descriptor.
+ * checked, by several threads at once, each on its own descriptor. Then
+ * the positional calls: threads pread/preadv one shared descriptor at
+ * scattered offsets (its position stays put), pwrite/pwritev past the end
+ * grow the file, fsync/fdatasync, and the errors (EINVAL for a negative
+ * offset, ESPIPE on a pipe, EBADF, EINVAL for fsync on a pipe).
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -44,6 +48,79 @@ static void *reader(void *arg) {
   return NULL;
 }
 
+static int shared_fd;
+
+static void *positional_reader(void *arg) {
+  long seed = (long)arg;
+  unsigned char *got = malloc(70000);
+  for (int i = 0; i < 64; i++) {
+    size_t off = (size_t)((seed * 7919 + i * 104729) % (SIZE - 1));
+    size_t len = 1 + (size_t)((seed + i) * 4099 % 69999);
+    size_t want = len > SIZE - off ? SIZE - off : len;
+    ssize_t r;
+    if (i % 2) {
+      r = swarm_pread(shared_fd, got, len, (off_t)off);
+    } else {
+      struct iovec v[2] = {{got, len / 2}, {got + len / 2, len - len / 2}};
+      r = swarm_preadv(shared_fd, v, 2, (off_t)off);
+    }
+    CHECK_EQ(r, (ssize_t)want); /* a regular file gives it all */
+    CHECK(memcmp(got, expect + off, want) == 0);
+  }
+  free(got);
+  return NULL;
+}
+
+static void positional(void) {
+  shared_fd = open(path, O_RDWR);
+  CHECK(shared_fd >= 0);
+  CHECK_EQ(lseek(shared_fd, 100, SEEK_SET), 100);
+  swarm_thread_t t[READERS];
+  for (long i = 0; i < READERS; i++)
+    CHECK(swarm_spawn(&t[i], NULL, positional_reader, (void *)(i + 1)) == 0);
+  for (int i = 0; i < READERS; i++)
+    CHECK(swarm_join(t[i], NULL) == 0);
+  CHECK_EQ(lseek(shared_fd, 0, SEEK_CUR), 100); /* position untouched */
+  char c;
+  CHECK_EQ(swarm_pread(shared_fd, &c, 1, SIZE), 0); /* end of file */
+
+  /* grow the file: 10 bytes over the end, then 10 more from two pieces */
+  unsigned char patch[20];
+  for (int i = 0; i < 20; i++)
+    patch[i] = (unsigned char)(0xA0 + i);
+  CHECK_EQ(swarm_pwrite(shared_fd, patch, 10, SIZE - 4), 10);
+  struct iovec wv[2] = {{patch + 10, 3}, {patch + 13, 7}};
+  CHECK_EQ(swarm_pwritev(shared_fd, wv, 2, SIZE + 6), 10);
+  unsigned char back[24];
+  CHECK_EQ(swarm_pread(shared_fd, back, sizeof back, SIZE - 4), 20);
+  CHECK(memcmp(back, patch, 20) == 0);
+  CHECK_EQ(lseek(shared_fd, 0, SEEK_END), SIZE + 16);
+  CHECK_EQ(swarm_fsync(shared_fd), 0);
+  CHECK_EQ(swarm_fdatasync(shared_fd), 0);
+  CHECK(ftruncate(shared_fd, SIZE) == 0);
+
+  /* errors, as the kernel gives them */
+  CHECK_EQ(swarm_pread(shared_fd, &c, 1, -1), -1);
+  CHECK_EQ(ERRNO, EINVAL);
+  CHECK_EQ(swarm_pwrite(shared_fd, &c, 1, -5), -1);
+  CHECK_EQ(ERRNO, EINVAL);
+  int p[2];
+  CHECK(pipe(p) == 0);
+  CHECK_EQ(swarm_write(p[1], "x", 1), 1);
+  CHECK_EQ(swarm_pread(p[0], &c, 1, 0), -1);
+  CHECK_EQ(ERRNO, ESPIPE);
+  CHECK_EQ(swarm_read(p[0], &c, 1), 1); /* the byte is still there */
+  CHECK_EQ(swarm_fsync(p[1]), -1);
+  CHECK_EQ(ERRNO, EINVAL);
+  swarm_close(p[0]);
+  swarm_close(p[1]);
+  CHECK_EQ(swarm_pread(-1, &c, 1, 0), -1);
+  CHECK_EQ(ERRNO, EBADF);
+  CHECK_EQ(swarm_fsync(-1), -1);
+  CHECK_EQ(ERRNO, EBADF);
+  swarm_close(shared_fd);
+}
+
 int main(void) {
   /* spare workers even on one worker (none by default there) */
   setenv("SWARM_SPARES", "2", 0);
@@ -69,6 +146,7 @@ int main(void) {
     CHECK(swarm_spawn(&t[i], NULL, reader, NULL) == 0);
   for (int i = 0; i < READERS; i++)
     CHECK(swarm_join(t[i], NULL) == 0);
+  positional();
   CHECK_EQ(atomic_load(&hogs_running), nw);
   atomic_store(&hogs_stop, 1);
   for (int i = 0; i < nw; i++)

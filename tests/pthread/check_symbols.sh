@@ -13,7 +13,8 @@ if [ -n "$bad" ]; then
   exit 1
 fi
 for f in pthread_create pthread_mutex_lock pthread_cond_wait sem_wait sched_yield \
-         nanosleep fork pthread_yield __pthread_register_cancel; do
+         nanosleep fork pthread_yield __pthread_register_cancel \
+         read write pread pread64 pwrite pwrite64 preadv64 pwritev64 fsync; do
   printf '%s\n' "$defined" | grep -qx "$f" || { echo "drop-in does not define $f" >&2; exit 1; }
 done
 echo "PASS dropin_symbols"
