@@ -341,6 +341,23 @@ long io_do_at(int fd, struct io_node *n, off_t offset, bool adopt) {
 
 /* ---- readiness waits ---- */
 
+/* A valid timespec as nanoseconds, saturated (a far timeout is "none"). */
+static int64_t timespec_ns(const struct timespec *t) {
+  if (t->tv_sec >= INT64_MAX / 1000000000 - 1)
+    return -1;
+  return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+/* select's timeval as a timespec: EINVAL for a negative one; microseconds
+ * of a second or more carry over, as Linux does. */
+int io_timeval_timespec(const struct timeval *tv, struct timespec *out) {
+  if (tv->tv_sec < 0 || tv->tv_usec < 0)
+    return -EINVAL;
+  out->tv_sec = tv->tv_sec + tv->tv_usec / 1000000;
+  out->tv_nsec = (long)(tv->tv_usec % 1000000) * 1000;
+  return 0;
+}
+
 static uint64_t deadline_after(int64_t ns) {
   return ns > 0 ? os_now_ns_inline() + (uint64_t)ns : 0;
 }
@@ -416,9 +433,11 @@ int io_poll_impl(struct pollfd *fds, nfds_t nfds, int64_t timeout_ns,
 }
 
 int io_select_impl(int nfds, fd_set *r, fd_set *w, fd_set *x,
-                   struct timeval *tv, bool interruptible) {
+                   const struct timespec *tmo, const sigset_t *mask,
+                   bool interruptible) {
   if (nfds < 0 || nfds > FD_SETSIZE ||
-      (tv && (tv->tv_sec < 0 || tv->tv_usec < 0)))
+      (tmo &&
+       (tmo->tv_sec < 0 || tmo->tv_nsec < 0 || tmo->tv_nsec >= 1000000000L)))
     return (int)io_fail(-EINVAL);
   struct pollfd stack_p[64], *p = stack_p;
   int np = 0;
@@ -439,9 +458,8 @@ int io_select_impl(int nfds, fd_set *r, fd_set *w, fd_set *x,
     if (ev)
       p[np++] = (struct pollfd){fd, ev, 0};
   }
-  int64_t ns =
-      tv ? (int64_t)tv->tv_sec * 1000000000 + (int64_t)tv->tv_usec * 1000 : -1;
-  int n = io_poll_impl(p, (nfds_t)np, ns, NULL, interruptible);
+  int64_t ns = tmo ? timespec_ns(tmo) : -1;
+  int n = io_poll_impl(p, (nfds_t)np, ns, mask, interruptible);
   if (n > 0) {
     n = 0;
     for (int i = 0; i < np; i++)
@@ -478,9 +496,10 @@ int io_select_impl(int nfds, fd_set *r, fd_set *w, fd_set *x,
   return n;
 }
 
-int io_epoll_wait_impl(int epfd, struct epoll_event *ev, int n, int ms,
+int io_epoll_wait_impl(int epfd, struct epoll_event *ev, int n,
+                       int64_t timeout_ns, const sigset_t *mask,
                        bool interruptible) {
-  uint64_t deadline = deadline_after(ms > 0 ? (int64_t)ms * 1000000 : 0);
+  uint64_t deadline = deadline_after(timeout_ns);
   for (;;) {
     struct io_fd *e = io_fd_get(epfd, false);
     struct io_node node;
@@ -491,8 +510,8 @@ int io_epoll_wait_impl(int epfd, struct epoll_event *ev, int n, int ms,
       node.interruptible = interruptible;
       node.seq = atomic_load(&e->rseq);
     }
-    long r = sys_epoll_pwait(epfd, ev, n, 0);
-    if (r != 0 || ms == 0 || !e)
+    long r = sys_epoll_pwait(epfd, ev, n, 0, mask);
+    if (r != 0 || timeout_ns == 0 || !e)
       return (int)io_fail(r);
     if (deadline && os_now_ns_inline() >= deadline)
       return 0;
@@ -637,9 +656,7 @@ int swarm_connect(int fd, const struct sockaddr *addr, socklen_t addrlen) {
 }
 
 int swarm_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms) {
-  return io_poll_impl(fds, nfds,
-                      timeout_ms < 0 ? -1 : (int64_t)timeout_ms * 1000000, NULL,
-                      false);
+  return io_poll_impl(fds, nfds, io_ms_to_ns(timeout_ms), NULL, false);
 }
 
 int swarm_ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *tmo,
@@ -647,19 +664,24 @@ int swarm_ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *tmo,
   if (tmo &&
       (tmo->tv_sec < 0 || tmo->tv_nsec < 0 || tmo->tv_nsec >= 1000000000L))
     return (int)io_fail(-EINVAL);
-  int64_t ns =
-      tmo ? (int64_t)tmo->tv_sec * 1000000000 + (int64_t)tmo->tv_nsec : -1;
-  return io_poll_impl(fds, nfds, ns, sigmask, false);
+  return io_poll_impl(fds, nfds, tmo ? timespec_ns(tmo) : -1, sigmask, false);
 }
 
 int swarm_select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
                  struct timeval *timeout) {
-  return io_select_impl(nfds, readfds, writefds, exceptfds, timeout, false);
+  struct timespec ts, *tp = NULL;
+  if (timeout) {
+    if (io_timeval_timespec(timeout, &ts) < 0)
+      return (int)io_fail(-EINVAL);
+    tp = &ts;
+  }
+  return io_select_impl(nfds, readfds, writefds, exceptfds, tp, NULL, false);
 }
 
 int swarm_epoll_wait(int epfd, struct epoll_event *events, int maxevents,
                      int timeout_ms) {
-  return io_epoll_wait_impl(epfd, events, maxevents, timeout_ms, false);
+  return io_epoll_wait_impl(epfd, events, maxevents, io_ms_to_ns(timeout_ms),
+                            NULL, false);
 }
 
 int swarm_fd_wait(int fd, short events, int timeout_ms) {

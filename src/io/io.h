@@ -177,8 +177,8 @@ static inline long sys_ppoll(struct pollfd *f, nfds_t n,
       syscall(SYS_ppoll, f, n, tp, m, (size_t)8 /* the kernel sigset */));
 }
 static inline long sys_epoll_pwait(int ep, struct epoll_event *ev, int n,
-                                   int ms) {
-  return io_ret(syscall(SYS_epoll_pwait, ep, ev, n, ms, NULL, (size_t)8));
+                                   int ms, const sigset_t *mask) {
+  return io_ret(syscall(SYS_epoll_pwait, ep, ev, n, ms, mask, (size_t)8));
 }
 static inline long sys_epoll_ctl(int ep, int op, int fd,
                                  struct epoll_event *ev) {
@@ -274,9 +274,20 @@ long io_do_at(int fd, struct io_node *n, off_t offset, bool adopt);
 int io_poll_impl(struct pollfd *fds, nfds_t nfds, int64_t timeout_ns,
                  const sigset_t *mask, bool interruptible);
 int io_connect_impl(int fd, const struct sockaddr *a, socklen_t al, bool adopt);
-int io_epoll_wait_impl(int epfd, struct epoll_event *ev, int n, int ms,
+/* timeout_ns < 0: none. mask (may be NULL) applies to the readiness checks
+ * only: a parked swarm thread receives no signals. */
+int io_epoll_wait_impl(int epfd, struct epoll_event *ev, int n,
+                       int64_t timeout_ns, const sigset_t *mask,
                        bool interruptible);
+/* tmo NULL: none; EINVAL unless 0 <= tv_nsec < 1e9 and tv_sec >= 0. */
 int io_select_impl(int nfds, fd_set *r, fd_set *w, fd_set *x,
-                   struct timeval *tv, bool interruptible);
+                   const struct timespec *tmo, const sigset_t *mask,
+                   bool interruptible);
+/* select's timeval as a timespec (0), or -EINVAL for a negative one. */
+int io_timeval_timespec(const struct timeval *tv, struct timespec *out);
+/* milliseconds (< 0: none) as the ns the impls take */
+static inline int64_t io_ms_to_ns(int ms) {
+  return ms < 0 ? -1 : (int64_t)ms * 1000000;
+}
 
 #endif

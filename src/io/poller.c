@@ -661,7 +661,7 @@ static void hook_poll(struct worker *w) {
   if (ep < 0)
     return;
   struct epoll_event ev[EVENT_BATCH];
-  long n = sys_epoll_pwait(ep, ev, EVENT_BATCH, 0);
+  long n = sys_epoll_pwait(ep, ev, EVENT_BATCH, 0, NULL);
   atomic_store_explicit(&iw->polled_ns, now_ns(), memory_order_relaxed);
   if (n > 0)
     dispatch(ev, (int)n, iw, worker_index(w) == w->id);
@@ -679,7 +679,7 @@ static bool hook_sleep(struct worker *w, uint32_t seq, int64_t timeout_ns) {
   struct epoll_event ev[EVENT_BATCH];
   if (atomic_load_explicit(&w->sleep_word, memory_order_seq_cst) == seq) {
     int ms = (int)((timeout_ns + 999999) / 1000000);
-    n = sys_epoll_pwait(ep, ev, EVENT_BATCH, ms);
+    n = sys_epoll_pwait(ep, ev, EVENT_BATCH, ms, NULL);
   }
   atomic_store_explicit(&iw->in_epoll, 0, memory_order_relaxed);
   atomic_store_explicit(&iw->polled_ns, now_ns(), memory_order_relaxed);
@@ -710,7 +710,7 @@ static int hook_poll_stale(struct worker *w, uint64_t now, uint64_t stale) {
   if (now - last < stale)
     return 0;
   struct epoll_event ev[EVENT_BATCH];
-  long n = sys_epoll_pwait(ep, ev, EVENT_BATCH, 0);
+  long n = sys_epoll_pwait(ep, ev, EVENT_BATCH, 0, NULL);
   atomic_store_explicit(&iw->polled_ns, now, memory_order_relaxed);
   return n > 0 ? dispatch(ev, (int)n, iw, false) : 0;
 }

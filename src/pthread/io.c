@@ -298,16 +298,70 @@ DROPIN_API int select(int nfds, fd_set *r, fd_set *w, fd_set *x,
     }
     return (int)io_fail(io_ret(syscall(SYS_pselect6, nfds, r, w, x, tp, NULL)));
   }
-  return waited(io_select_impl(nfds, r, w, x, tv, true));
+  struct timespec ts, *tp = NULL;
+  if (tv) {
+    if (io_timeval_timespec(tv, &ts) < 0)
+      return dropin_fail(EINVAL);
+    tp = &ts;
+  }
+  return waited(io_select_impl(nfds, r, w, x, tp, NULL, true));
+}
+
+DROPIN_API int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x,
+                       const struct timespec *tmo, const sigset_t *mask) {
+  cancel_point();
+  if (!worker_current()) {
+    struct timespec copy, *tp = NULL; /* the raw call writes the time left */
+    if (tmo) {
+      copy = *tmo;
+      tp = &copy;
+    }
+    struct {
+      const sigset_t *ss;
+      size_t len;
+    } sig = {mask, 8}; /* the kernel's sigset size */
+    return (int)io_fail(
+        io_ret(syscall(SYS_pselect6, nfds, r, w, x, tp, mask ? &sig : NULL)));
+  }
+  return waited(io_select_impl(nfds, r, w, x, tmo, mask, true));
 }
 
 DROPIN_API int epoll_wait(int epfd, struct epoll_event *ev, int maxevents,
                           int timeout) {
   cancel_point();
   if (!worker_current())
-    return (int)io_fail(sys_epoll_pwait(epfd, ev, maxevents, timeout));
-  return waited(io_epoll_wait_impl(epfd, ev, maxevents, timeout, true));
+    return (int)io_fail(sys_epoll_pwait(epfd, ev, maxevents, timeout, NULL));
+  return waited(io_epoll_wait_impl(epfd, ev, maxevents, io_ms_to_ns(timeout),
+                                   NULL, true));
 }
+
+/* The signal mask applies to the readiness checks: a parked swarm thread
+ * receives no signals (libuv and others call epoll_pwait). */
+DROPIN_API int epoll_pwait(int epfd, struct epoll_event *ev, int maxevents,
+                           int timeout, const sigset_t *mask) {
+  cancel_point();
+  if (!worker_current())
+    return (int)io_fail(sys_epoll_pwait(epfd, ev, maxevents, timeout, mask));
+  return waited(io_epoll_wait_impl(epfd, ev, maxevents, io_ms_to_ns(timeout),
+                                   mask, true));
+}
+
+#ifdef SYS_epoll_pwait2
+DROPIN_API int epoll_pwait2(int epfd, struct epoll_event *ev, int maxevents,
+                            const struct timespec *tmo, const sigset_t *mask) {
+  cancel_point();
+  if (!worker_current())
+    return (int)io_fail(io_ret(
+        syscall(SYS_epoll_pwait2, epfd, ev, maxevents, tmo, mask, (size_t)8)));
+  if (tmo &&
+      (tmo->tv_sec < 0 || tmo->tv_nsec < 0 || tmo->tv_nsec >= 1000000000L))
+    return dropin_fail(EINVAL);
+  int64_t ns = -1;
+  if (tmo && tmo->tv_sec < INT64_MAX / 1000000000 - 1)
+    ns = (int64_t)tmo->tv_sec * 1000000000 + tmo->tv_nsec;
+  return waited(io_epoll_wait_impl(epfd, ev, maxevents, ns, mask, true));
+}
+#endif
 
 /* ---- descriptors: creation, copies, flags, close ---- */
 

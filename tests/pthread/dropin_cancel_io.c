@@ -1,5 +1,6 @@
 /* I/O calls are cancellation points, as in NPTL: a thread blocked in read,
- * write, recv, accept, poll, select or epoll_wait is cancelled there (its
+ * write, recv, accept, poll, select, pselect, epoll_wait or epoll_pwait is
+ * cancelled there (its
  * cleanup handler runs, its join returns PTHREAD_CANCELED); a cancellation
  * pending on entry acts before the call takes anything (the data stays for
  * others); with cancellation disabled a blocked read completes normally and
@@ -9,6 +10,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
@@ -26,9 +28,20 @@ static void count_cleanup(void *a) {
 static int fd_a; /* the descriptor the blocked thread waits on */
 static volatile int entered;
 
-enum op { OP_READ, OP_WRITE, OP_RECV, OP_ACCEPT, OP_POLL, OP_SELECT, OP_EPOLL };
-static const char *const op_name[] = {"read", "write",  "recv",      "accept",
-                                      "poll", "select", "epoll_wait"};
+enum op {
+  OP_READ,
+  OP_WRITE,
+  OP_RECV,
+  OP_ACCEPT,
+  OP_POLL,
+  OP_SELECT,
+  OP_PSELECT,
+  OP_EPOLL,
+  OP_EPOLL_PWAIT
+};
+static const char *const op_name[] = {"read",    "write",      "recv",
+                                      "accept",  "poll",       "select",
+                                      "pselect", "epoll_wait", "epoll_pwait"};
 
 static void *blocker(void *arg) {
   enum op op = (enum op)(long)arg;
@@ -60,6 +73,22 @@ static void *blocker(void *arg) {
     FD_ZERO(&s);
     FD_SET(fd_a, &s);
     r = select(fd_a + 1, &s, NULL, NULL, NULL);
+    break;
+  }
+  case OP_PSELECT: {
+    fd_set s;
+    FD_ZERO(&s);
+    FD_SET(fd_a, &s);
+    sigset_t none;
+    sigemptyset(&none);
+    r = pselect(fd_a + 1, &s, NULL, NULL, NULL, &none);
+    break;
+  }
+  case OP_EPOLL_PWAIT: {
+    struct epoll_event ev;
+    sigset_t none;
+    sigemptyset(&none);
+    r = epoll_pwait(fd_a, &ev, 1, -1, &none);
     break;
   }
   case OP_EPOLL: {
@@ -135,6 +164,7 @@ int main(void) {
   cancel_blocked(OP_READ, p[0]);
   cancel_blocked(OP_POLL, p[0]);
   cancel_blocked(OP_SELECT, p[0]);
+  cancel_blocked(OP_PSELECT, p[0]);
   char fill[4096];
   memset(fill, 'f', sizeof fill);
   /* fill the pipe (blocking writes until full would hang: count its size) */
@@ -165,6 +195,7 @@ int main(void) {
   struct epoll_event ev = {.events = EPOLLIN};
   CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev) == 0);
   cancel_blocked(OP_EPOLL, ep);
+  cancel_blocked(OP_EPOLL_PWAIT, ep);
   close(ep);
 
   /* pending on entry: the byte stays in the pipe */

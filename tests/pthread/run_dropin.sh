@@ -1,13 +1,13 @@
 #!/bin/sh
 # run_dropin.sh SWARMRUN PROGRAM MIN_SPAWNED
-# Runs PROGRAM under swarmrun -w 2 --stats. Passes when it exits 0, its
-# stdout ends with "OK", it reports running on swarm, and swarm's stats show
+# Runs PROGRAM under swarmrun -w 2 --stats (-w N with DROPIN_WORKERS=N).
+# Passes when it exits 0, its stdout ends with "OK", it reports running on swarm, and swarm's stats show
 # at least MIN_SPAWNED threads spawned.
 set -u
 swarmrun=$1 prog=$2 min=$3
 out=$(mktemp) err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT
-"$swarmrun" -w 2 --stats -- "$prog" >"$out" 2>"$err"
+"$swarmrun" -w "${DROPIN_WORKERS:-2}" --stats -- "$prog" >"$out" 2>"$err"
 rc=$?
 cat "$out"
 grep -v '^swarm stats:' "$err" >&2
