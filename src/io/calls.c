@@ -341,11 +341,15 @@ long io_do_at(int fd, struct io_node *n, off_t offset, bool adopt) {
 
 /* ---- readiness waits ---- */
 
-/* A valid timespec as nanoseconds, saturated (a far timeout is "none"). */
-static int64_t timespec_ns(const struct timespec *t) {
-  if (t->tv_sec >= INT64_MAX / 1000000000 - 1)
-    return -1;
-  return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+long io_timespec_ns(const struct timespec *t, int64_t *ns) {
+  *ns = -1; /* none: no timeout, or one too far to matter */
+  if (!t)
+    return 0;
+  if (t->tv_sec < 0 || t->tv_nsec < 0 || t->tv_nsec >= 1000000000L)
+    return -EINVAL;
+  if (t->tv_sec < INT64_MAX / 1000000000 - 1)
+    *ns = (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+  return 0;
 }
 
 /* select's timeval as a timespec: EINVAL for a negative one; microseconds
@@ -435,9 +439,8 @@ int io_poll_impl(struct pollfd *fds, nfds_t nfds, int64_t timeout_ns,
 int io_select_impl(int nfds, fd_set *r, fd_set *w, fd_set *x,
                    const struct timespec *tmo, const sigset_t *mask,
                    bool interruptible) {
-  if (nfds < 0 || nfds > FD_SETSIZE ||
-      (tmo &&
-       (tmo->tv_sec < 0 || tmo->tv_nsec < 0 || tmo->tv_nsec >= 1000000000L)))
+  int64_t ns;
+  if (nfds < 0 || nfds > FD_SETSIZE || io_timespec_ns(tmo, &ns) < 0)
     return (int)io_fail(-EINVAL);
   struct pollfd stack_p[64], *p = stack_p;
   int np = 0;
@@ -458,7 +461,6 @@ int io_select_impl(int nfds, fd_set *r, fd_set *w, fd_set *x,
     if (ev)
       p[np++] = (struct pollfd){fd, ev, 0};
   }
-  int64_t ns = tmo ? timespec_ns(tmo) : -1;
   int n = io_poll_impl(p, (nfds_t)np, ns, mask, interruptible);
   if (n > 0) {
     n = 0;
@@ -661,10 +663,10 @@ int swarm_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms) {
 
 int swarm_ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *tmo,
                 const sigset_t *sigmask) {
-  if (tmo &&
-      (tmo->tv_sec < 0 || tmo->tv_nsec < 0 || tmo->tv_nsec >= 1000000000L))
+  int64_t ns;
+  if (io_timespec_ns(tmo, &ns) < 0)
     return (int)io_fail(-EINVAL);
-  return io_poll_impl(fds, nfds, tmo ? timespec_ns(tmo) : -1, sigmask, false);
+  return io_poll_impl(fds, nfds, ns, sigmask, false);
 }
 
 int swarm_select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,

@@ -283,6 +283,10 @@ int io_epoll_wait_impl(int epfd, struct epoll_event *ev, int n,
 int io_select_impl(int nfds, fd_set *r, fd_set *w, fd_set *x,
                    const struct timespec *tmo, const sigset_t *mask,
                    bool interruptible);
+/* A poll-style timeout as nanoseconds in *ns (-1: none, for NULL or one
+ * too far to matter): 0, or -EINVAL unless tv_sec >= 0 and
+ * 0 <= tv_nsec < 1e9. */
+long io_timespec_ns(const struct timespec *t, int64_t *ns);
 /* select's timeval as a timespec (0), or -EINVAL for a negative one. */
 int io_timeval_timespec(const struct timeval *tv, struct timespec *out);
 /* milliseconds (< 0: none) as the ns the impls take */

@@ -270,11 +270,9 @@ DROPIN_API int ppoll(struct pollfd *fds, nfds_t nfds,
   cancel_point();
   if (!worker_current())
     return (int)io_fail(sys_ppoll(fds, nfds, tmo, mask));
-  if (tmo &&
-      (tmo->tv_sec < 0 || tmo->tv_nsec < 0 || tmo->tv_nsec >= 1000000000L))
+  int64_t ns;
+  if (io_timespec_ns(tmo, &ns) < 0)
     return dropin_fail(EINVAL);
-  int64_t ns =
-      tmo ? (int64_t)tmo->tv_sec * 1000000000 + (int64_t)tmo->tv_nsec : -1;
   return waited(io_poll_impl(fds, nfds, ns, mask, true));
 }
 
@@ -353,12 +351,9 @@ DROPIN_API int epoll_pwait2(int epfd, struct epoll_event *ev, int maxevents,
   if (!worker_current())
     return (int)io_fail(io_ret(
         syscall(SYS_epoll_pwait2, epfd, ev, maxevents, tmo, mask, (size_t)8)));
-  if (tmo &&
-      (tmo->tv_sec < 0 || tmo->tv_nsec < 0 || tmo->tv_nsec >= 1000000000L))
+  int64_t ns;
+  if (io_timespec_ns(tmo, &ns) < 0)
     return dropin_fail(EINVAL);
-  int64_t ns = -1;
-  if (tmo && tmo->tv_sec < INT64_MAX / 1000000000 - 1)
-    ns = (int64_t)tmo->tv_sec * 1000000000 + tmo->tv_nsec;
   return waited(io_epoll_wait_impl(epfd, ev, maxevents, ns, mask, true));
 }
 #endif
