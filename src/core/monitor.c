@@ -37,7 +37,7 @@
  *  - Idle: when every regular worker sleeps and no spare is active, nothing
  *    can be stuck and every epoll has a sleeper of its own, so the monitor
  *    sleeps on its futex without a deadline (an idle program keeps ~0% CPU;
- *    tests/test_idle_cpu). A worker leaving worker_sleep brings it back
+ *    tests/core/test_idle_cpu). A worker leaving worker_sleep brings it back
  *    (monitor_kick). The store-load race here is won like the workers':
  *    the monitor stores monitor_idle, fences, then loads every `sleeping`
  *    flag; a waking worker's flag is cleared (by a CAS) before it fences and

@@ -1,8 +1,8 @@
 /*
  * tests/arch/arch_test.h — helpers for the arch-level tests: stacks with a
  * guard page below and an inaccessible page right above stack_top (so a
- * backend that writes above stack_top faults), a CHECK that fails the test
- * with file:line, and the iteration scale (SWARM_TEST_SCALE, a positive
+ * backend that writes above stack_top faults), CHECK (tests/check.h) that
+ * _exits, and the iteration scale (SWARM_TEST_SCALE, a positive
  * number, default 1; tests under an emulator may lower it).
  * These tests use only arch/context.h: no scheduler, no worker threads
  * beyond the ones a test starts itself.
@@ -18,14 +18,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      fflush(stderr);                                                          \
-      _exit(1);                                                                \
-    }                                                                          \
-  } while (0)
+/* A failed check _exits: the test may be on a hand-made stack. */
+#define CHECK_ON_FAIL() _exit(1)
+#include "check.h"
 
 #ifdef SWARM_TEST_CONTEXT_PORTABLE
 #define ARCH_TEST_BACKEND "portable"
@@ -63,12 +58,7 @@ static inline int test_on_stack(const struct test_stack *s, const void *p) {
 }
 
 static inline long test_scale(long n) {
-  const char *env = getenv("SWARM_TEST_SCALE");
-  double f = env ? atof(env) : 1.0;
-  if (!(f > 0))
-    f = 1.0;
-  long r = (long)(n * f);
-  return r > 0 ? r : 1;
+  return test_scaled(n, 1);
 }
 
 /* The ABI's stack alignment as seen from inside the calling function: the

@@ -10,15 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);          \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fprintf(stderr, "\n");                                                   \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                            \
-    }                                                                          \
-  } while (0)
+/* A failed check aborts the whole job. */
+#define CHECK_ON_FAIL() MPI_Abort(MPI_COMM_WORLD, 1)
+#include "check.h"
 
 /* A fresh directory (rank 0 makes it), same path on every rank. */
 static inline void cio_test_tmpdir(char *dir, size_t n) {

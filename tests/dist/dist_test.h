@@ -11,16 +11,11 @@
 #include <string.h>
 #include <swarm/dist.h>
 
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "FAIL rank %d %s:%d: %s: ", swarm_dist_rank(), __FILE__, \
-              __LINE__, #cond);                                                \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fprintf(stderr, "\n");                                                   \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                            \
-    }                                                                          \
-  } while (0)
+/* A failed check names the rank and aborts the whole job. */
+#define CHECK_ON_FAIL()                                                        \
+  (fprintf(stderr, "  (rank %d)\n", swarm_dist_rank()),                        \
+   MPI_Abort(MPI_COMM_WORLD, 1))
+#include "check.h"
 
 static inline void dist_test_init(int *argc, char ***argv) {
   int e = swarm_dist_init(argc, argv);

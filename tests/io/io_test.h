@@ -22,7 +22,7 @@
 #include "swarm/io.h"
 
 /* errno read where the compiler cannot keep its address across a switch
- * to another worker (tests/test_errno.c explains). */
+ * to another worker (tests/core/test_errno.c explains). */
 static __attribute__((noipa, unused)) int *errno_here(void) {
   return &errno;
 }

@@ -10,13 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(c)                                                               \
-  do {                                                                         \
-    if (!(c)) {                                                                \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);    \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
+#include "check.h"
 
 static inline void report_on_swarm(void) {
   printf("on swarm: %s\n", dlsym(RTLD_DEFAULT, "swarm_self") ? "yes" : "no");
