@@ -124,15 +124,15 @@ static void queue_span(swarm_cio_file_t fh, cio_plan_t *plan, char *stream,
  * takes that cycle's pwrite (write) and the read of cycle - 1 + depth. */
 static void reuse_slot(swarm_cio_file_t fh, cio_plan_t *plan, char *stream,
                        int64_t cycle, int64_t base) {
-  int64_t done = cycle - 1;
-  if (cio_span_nonempty(plan, done) && plan->direct[done] < 0)
+  int64_t previous = cycle - 1;
+  if (cio_span_nonempty(plan, previous) && plan->direct[previous] < 0)
     for (int rank = 0; rank < fh->nprocs; rank++)
       wait_at_least(copied_counter(fh, fh->agg_index, rank), base + cycle);
-  if (plan->is_write && cio_span_nonempty(plan, done))
-    queue_span(fh, plan, stream, CIO_OP_WRITE, done);
-  if (done + fh->hints.depth < plan->ncycles &&
-      cio_span_needs_read(plan, done + fh->hints.depth))
-    queue_span(fh, plan, stream, CIO_OP_READ, done + fh->hints.depth);
+  if (plan->is_write && cio_span_nonempty(plan, previous))
+    queue_span(fh, plan, stream, CIO_OP_WRITE, previous);
+  if (previous + fh->hints.depth < plan->ncycles &&
+      cio_span_needs_read(plan, previous + fh->hints.depth))
+    queue_span(fh, plan, stream, CIO_OP_READ, previous + fh->hints.depth);
 }
 
 /* This rank's pieces in aggregator agg's window of `cycle`: waits for the
