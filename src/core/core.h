@@ -403,11 +403,23 @@ static inline void cache_count_inc(uint32_t *count) {
 #define DESC_CACHE_MAX 256
 #define STACK_CACHE_MAX 64
 
-/* Every descriptor lives in one region of DESC_MAX slots, reserved
- * (MAP_NORESERVE: untouched slots cost no memory) when the first is made
- * and never unmapped, so any handle's slot can be read without a bound
- * check and without touching freed memory. NULL until then. */
+/* Every descriptor lives in one region with room for DESC_MAX slots, never
+ * unmapped, so a handle's slot can be read without touching freed memory.
+ * It is mapped lazily (thread.c): all at once (MAP_NORESERVE: untouched
+ * slots cost no memory) when no rlimit bounds the address space, else a
+ * little at first, grown in place by doubling (core/limits.h).
+ * swarm_desc_index_mask covers the slots mapped so far, as a mask of a
+ * handle's index bits; until the first mapping the region is a single
+ * all-zero slot (swarm_desc_empty) and the mask 0, so a lookup needs no
+ * NULL test: a slot never handed out is zero and matches no handle.
+ * Growth stores the region (once), then the larger mask, both release;
+ * desc_lookup loads the mask (acquire) first, so with a mask it always
+ * sees a region that big. A stale, smaller mask only folds a valid
+ * handle onto a slot whose control differs: the fast path falls back to
+ * join_general, whose checked lookup bounds the index by next_index. */
 extern struct swarm_thread *_Atomic swarm_desc_region
+    __attribute__((visibility("hidden")));
+extern _Atomic uint32_t swarm_desc_index_mask
     __attribute__((visibility("hidden")));
 extern _Atomic uint32_t swarm_desc_next_index;
 
@@ -456,26 +468,23 @@ static inline void desc_release(struct worker *w, struct swarm_thread *t) {
   desc_cache_put(w, t);
 }
 
-/* The descriptor slot a handle's index names, or NULL before any exists;
- * the caller compares the whole handle (swarm_join's fast path) or uses
- * desc_lookup_checked. A slot never handed out is zero: its generation, 0,
- * is one no handle carries, since generations are odd. */
+/* The descriptor slot a handle's index names (within the mapped part of
+ * the region; a zero slot before any is mapped); the caller compares the
+ * whole handle (swarm_join's fast path) or uses desc_lookup_checked. A slot
+ * never handed out is zero: its generation, 0, is one no handle carries,
+ * since generations are odd. */
 static inline struct swarm_thread *desc_lookup(swarm_thread_t h) {
+  uint32_t mask =
+      atomic_load_explicit(&swarm_desc_index_mask, memory_order_acquire);
   struct swarm_thread *base =
-      atomic_load_explicit(&swarm_desc_region, memory_order_acquire);
-  if (unlikely(!base))
-    return NULL;
-  /* The index bits only (bit 31 of a bogus handle would leave the region). */
-  return (struct swarm_thread *)((char *)base + ((uint32_t)h & CTL_INDEX_MASK));
+      atomic_load_explicit(&swarm_desc_region, memory_order_relaxed);
+  return (struct swarm_thread *)((char *)base + ((uint32_t)h & mask));
 }
 
-/* desc_lookup for paths that then compare only the generation: NULL also
- * for a value that cannot be a handle (flag bits, an even generation). */
-static inline struct swarm_thread *desc_lookup_checked(swarm_thread_t h) {
-  if ((uint32_t)h & ~CTL_INDEX_MASK || !((h >> 32) & 1))
-    return NULL;
-  return desc_lookup(h);
-}
+/* desc_lookup for paths that then compare only the generation: NULL for a
+ * value that cannot be a handle (flag bits, an even generation) or whose
+ * index was never handed out (thread.c). */
+struct swarm_thread *desc_lookup_checked(swarm_thread_t h);
 
 /* The handle of a descriptor just taken from a free list (no flags). */
 static inline swarm_thread_t desc_handle_free(struct swarm_thread *t) {

@@ -87,6 +87,7 @@
 
 #include "arch/context.h"
 #include "core/core.h"
+#include "core/limits.h"
 #include "core/trace.h"
 #include "os/os.h"
 
@@ -1142,6 +1143,7 @@ int swarm_init(const swarm_config_t *config) {
   int r = config_resolve(config, &nworkers, &stack, &bind, &stats);
   if (r)
     return r;
+  limits_read(); /* what the reservations below are sized from */
   pthread_mutex_lock(&swarm_rt.lifecycle_lock);
   if (atomic_load(&swarm_rt.state) != RT_OFF) {
     pthread_mutex_unlock(&swarm_rt.lifecycle_lock);
@@ -1249,6 +1251,7 @@ int swarm_init(const swarm_config_t *config) {
   for (int i = 1; i < nworkers; i++) {
     struct worker *w = &swarm_rt.workers[i];
     if (os_thread_start(&w->kthread, worker_main, w) != 0) {
+      limits_refused("a worker's kernel thread", OS_THREAD_STACK, LIMIT_KERNEL);
       /* Stop the ones that started, undo everything, report EAGAIN. */
       atomic_store(&swarm_rt.state, RT_STOPPING);
       for (int j = 1; j < i; j++) {

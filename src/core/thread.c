@@ -33,34 +33,94 @@
 #include <sys/mman.h>
 
 #include "core/core.h"
+#include "core/limits.h"
 
 #define DESC_BATCH 64
 
-struct swarm_thread *_Atomic swarm_desc_region;
+/* Until the region is first mapped: one zero slot, which no handle matches
+ * (core.h). Read-only in practice: lookups only load from it. */
+static struct swarm_thread swarm_desc_empty;
+struct swarm_thread *_Atomic swarm_desc_region = &swarm_desc_empty;
+_Atomic uint32_t swarm_desc_index_mask;
 _Atomic uint32_t swarm_desc_next_index = 1;
+
+/* Where the region asks to be: far from where the kernel places mappings
+ * (top down from below the stack) and from the dist layer's uni-address
+ * region (0x300000000000), and above ASan's shadow, so that the address
+ * range after it stays free for growth in place. */
+#define DESC_REGION_HINT ((uintptr_t)0x200000000000ull)
+#define DESC_FIRST_SLOTS ((uint32_t)4096) /* 512 KiB when limits bound us */
 
 static struct {
   pthread_mutex_t lock;
   struct swarm_thread *free;
   uint32_t nfree;
+  uint32_t mapped; /* slots mapped: a power of two, 0 before the first */
 } desc_table = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Maps [addr, addr + len) exactly there, or fails (EEXIST if taken). */
+static bool map_exactly(char *addr, size_t len) {
+  void *p = mmap(
+      addr, len, PROT_READ | PROT_WRITE,
+      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+  if (p == MAP_FAILED)
+    return false;
+  if (p != addr) { /* a kernel before 4.17 took the flag as a hint */
+    munmap(p, len);
+    errno = EEXIST;
+    return false;
+  }
+  return true;
+}
+
+/* Makes slot idx mappable (under desc_table.lock): the first mapping, at
+ * the hint if it is free, else where the kernel puts it; later, doubling in
+ * place. false (errno set) when the kernel refuses: the caller's spawn
+ * answers EAGAIN, after limits_refused has said why. */
+static bool desc_region_cover(uint32_t idx) {
+  const size_t slot = sizeof(struct swarm_thread);
+  if (desc_table.mapped == 0) {
+    size_t bytes = limits_desc_first_map((size_t)DESC_MAX * slot,
+                                         (size_t)DESC_FIRST_SLOTS * slot);
+    char *base = (char *)DESC_REGION_HINT;
+    if (!map_exactly(base, bytes)) {
+      base = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (base == MAP_FAILED) {
+        limits_refused("thread descriptors", bytes, LIMIT_KERNEL);
+        return false;
+      }
+    }
+    desc_table.mapped = (uint32_t)(bytes / slot);
+    atomic_store_explicit(&swarm_desc_region, (struct swarm_thread *)base,
+                          memory_order_release);
+    atomic_store_explicit(&swarm_desc_index_mask,
+                          (desc_table.mapped - 1) << CTL_INDEX_SHIFT,
+                          memory_order_release);
+  }
+  while (idx >= desc_table.mapped) {
+    char *base =
+        (char *)atomic_load_explicit(&swarm_desc_region, memory_order_relaxed);
+    size_t have = (size_t)desc_table.mapped * slot;
+    if (!map_exactly(base + have, have)) {
+      limits_refused("thread descriptors", have, LIMIT_KERNEL);
+      return false;
+    }
+    desc_table.mapped *= 2;
+    atomic_store_explicit(&swarm_desc_index_mask,
+                          (desc_table.mapped - 1) << CTL_INDEX_SHIFT,
+                          memory_order_release);
+  }
+  return true;
+}
 
 static struct swarm_thread *desc_fresh_locked(void) {
   uint32_t idx =
       atomic_load_explicit(&swarm_desc_next_index, memory_order_relaxed);
-  if (idx >= DESC_MAX)
+  if (idx >= DESC_MAX || !desc_region_cover(idx))
     return NULL;
   struct swarm_thread *base =
       atomic_load_explicit(&swarm_desc_region, memory_order_relaxed);
-  if (!base) {
-    base = mmap(NULL, (size_t)DESC_MAX * sizeof(struct swarm_thread),
-                PROT_READ | PROT_WRITE,
-                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (base == MAP_FAILED)
-      return NULL;
-    /* release: desc_lookup's acquire load sees the mapping. */
-    atomic_store_explicit(&swarm_desc_region, base, memory_order_release);
-  }
   struct swarm_thread *t = &base[idx];
   t->index = idx;
   t->kind = THREAD_USER;
@@ -70,6 +130,19 @@ static struct swarm_thread *desc_fresh_locked(void) {
                         memory_order_release);
   atomic_store_explicit(&swarm_desc_next_index, idx + 1, memory_order_release);
   return t;
+}
+
+struct swarm_thread *desc_lookup_checked(swarm_thread_t h) {
+  if ((uint32_t)h & ~CTL_INDEX_MASK || !((h >> 32) & 1))
+    return NULL;
+  uint32_t idx = ((uint32_t)h & CTL_INDEX_MASK) >> CTL_INDEX_SHIFT;
+  /* acquire: a slot below next_index is mapped and initialised */
+  if (idx == 0 ||
+      idx >= atomic_load_explicit(&swarm_desc_next_index, memory_order_acquire))
+    return NULL;
+  struct swarm_thread *base =
+      atomic_load_explicit(&swarm_desc_region, memory_order_relaxed);
+  return &base[idx];
 }
 
 /* Takes up to `want` descriptors from the global list (or fresh ones) and
@@ -241,18 +314,16 @@ int swarm_join(swarm_thread_t h, void **result) {
    * One CAS both claims it and retires the descriptor (the next generation);
    * the result is read before (acquire: the exit's release published it). */
   struct swarm_thread *t = desc_lookup(h);
-  if (likely(t)) {
-    uint64_t c = atomic_load_explicit(&t->control, memory_order_acquire);
-    if (likely(c == h + CTL_EXITED) && likely(!(h & CTL_FLAGS))) {
-      void *r = t->result;
-      if (likely(atomic_compare_exchange_strong_explicit(
-              &t->control, &c, h + CTL_GEN_STEP, memory_order_relaxed,
-              memory_order_relaxed))) {
-        if (result)
-          *result = r;
-        desc_cache_put(worker_current(), t);
-        return 0;
-      }
+  uint64_t c = atomic_load_explicit(&t->control, memory_order_acquire);
+  if (likely(c == h + CTL_EXITED) && likely(!(h & CTL_FLAGS))) {
+    void *r = t->result;
+    if (likely(atomic_compare_exchange_strong_explicit(
+            &t->control, &c, h + CTL_GEN_STEP, memory_order_relaxed,
+            memory_order_relaxed))) {
+      if (result)
+        *result = r;
+      desc_cache_put(worker_current(), t);
+      return 0;
     }
   }
   return join_general(h, result);

@@ -148,10 +148,17 @@ int os_thread_start(pthread_t *kt, void *(*fn)(void *), void *arg) {
   /* Block all signals in the new kernel thread while it starts, so that
    * process-directed signals keep going to the program's own threads. */
   sigset_t all, old;
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) != 0)
+    return EAGAIN;
+  pthread_attr_setstacksize(&attr, OS_THREAD_STACK);
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  int r = pthread_create(kt, NULL, fn, arg);
+  int r = pthread_create(kt, &attr, fn, arg);
+  if (r == EINVAL) /* a program's static TLS larger than the stack */
+    r = pthread_create(kt, NULL, fn, arg);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&attr);
   return r;
 }
 

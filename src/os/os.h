@@ -53,6 +53,11 @@ const char *os_guard_kind(void);
 void os_discard(void *addr, size_t len);
 
 /* ---- kernel threads ---- */
+/* The runtime's own kernel threads (workers, monitor, offload) get stacks
+ * of this size, not NPTL's default of RLIMIT_STACK (8 MiB; 32 MiB when
+ * unlimited), which a capped address space cannot spare per thread. Worker
+ * 0's scheduler runs on the same amount (sched.c). */
+#define OS_THREAD_STACK ((size_t)256 * 1024)
 int os_thread_start(pthread_t *kt, void *(*fn)(void *), void *arg);
 /* Gives the calling kernel thread an alternate signal stack if it has none,
  * so the overflow handler can run after its stack is exhausted. Returns the

@@ -1,0 +1,442 @@
+/* swarm under the limits users' jobs run under (core/limits.h, issue 20).
+ * Each case runs in a child process that sets its limit with setrlimit
+ * before the runtime starts (what `ulimit -v` does for a job), so the
+ * runtime sizes itself from it; the parent checks the child's exit status
+ * and its stderr.
+ *
+ *   test_limits as-1g        RLIMIT_AS 1,000,000 KiB (ulimit -v 1000000):
+ *                            fib(20) with a thread per call is correct
+ *   test_limits as-256m      RLIMIT_AS 256 MiB: 10 threads give their results
+ *   test_limits as-edge      RLIMIT_AS 256 MiB: spawn parked threads until
+ *                            swarm_spawn says EAGAIN; more spawns still say
+ *                            EAGAIN; one stderr line names RLIMIT_AS; once the
+ *                            threads exit, as many spawns succeed again
+ *   test_limits as-edge-small  the same with 16 KiB stacks, so the descriptor
+ *                            region grows several times before the edge
+ *   test_limits data-edge    the same under RLIMIT_DATA 256 MiB
+ *   test_limits maps-edge    the process's mappings filled up to a few
+ *                            below vm.max_map_count: EAGAIN, the line names
+ *                            vm.max_map_count, recovery after the threads exit
+ *   test_limits cgroup-edge  a memory cgroup v2 of 64 MiB, if this machine
+ *                            lets us make one (else exit 77: skipped)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <swarm.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "os/os.h"
+
+#define SKIP 77
+
+/* ---- the workloads, run in the child ---- */
+
+static void *fib(void *arg) {
+  long n = (long)arg;
+  if (n < 2)
+    return (void *)n;
+  swarm_thread_t a;
+  void *x, *y;
+  CHECK_EQ(swarm_spawn(&a, NULL, fib, (void *)(n - 1)), 0);
+  y = fib((void *)(n - 2));
+  CHECK_EQ(swarm_join(a, &x), 0);
+  return (void *)((long)x + (long)y);
+}
+
+static void *square(void *arg) {
+  long v = (long)arg;
+  return (void *)(v * v);
+}
+
+static int run_fib(void) {
+  CHECK_EQ(swarm_init(NULL), 0);
+  swarm_thread_t t;
+  void *r;
+  CHECK_EQ(swarm_spawn(&t, NULL, fib, (void *)20L), 0);
+  CHECK_EQ(swarm_join(t, &r), 0);
+  CHECK_EQ((long)r, 6765L);
+  CHECK_EQ(swarm_finalize(), 0);
+  return 0;
+}
+
+static int run_ten(void) {
+  CHECK_EQ(swarm_init(NULL), 0);
+  swarm_thread_t t[10];
+  for (long i = 0; i < 10; i++)
+    CHECK_EQ(swarm_spawn(&t[i], NULL, square, (void *)i), 0);
+  for (long i = 0; i < 10; i++) {
+    void *r;
+    CHECK_EQ(swarm_join(t[i], &r), 0);
+    CHECK_EQ((long)r, i * i);
+  }
+  CHECK_EQ(swarm_finalize(), 0);
+  return 0;
+}
+
+/* Threads that stay alive (parked on a condition variable) until the gate
+ * opens, so their stacks and descriptors stay in use. */
+static swarm_mutex_t gate_lock;
+static swarm_cond_t gate_cond;
+static int gate_open;
+
+static void *wait_gate(void *arg) {
+  swarm_mutex_lock(&gate_lock);
+  while (!gate_open)
+    swarm_cond_wait(&gate_cond, &gate_lock);
+  swarm_mutex_unlock(&gate_lock);
+  return arg;
+}
+
+#define EDGE_MAX 200000
+
+/* Spawns gate waiters until the limit answers EAGAIN; checks that it keeps
+ * answering EAGAIN (no crash, no partial thread), then opens the gate,
+ * joins every one with its right result, and spawns as many again. */
+static int run_edge(size_t stack) {
+  static swarm_thread_t t[EDGE_MAX];
+  swarm_config_t cfg = {.stack_size = stack};
+  CHECK_EQ(swarm_init(&cfg), 0);
+  CHECK_EQ(swarm_mutex_init(&gate_lock, 0), 0);
+  CHECK_EQ(swarm_cond_init(&gate_cond, 0), 0);
+  long n = 0;
+  int e = 0;
+  while (n < EDGE_MAX &&
+         (e = swarm_spawn(&t[n], NULL, wait_gate, (void *)n)) == 0)
+    n++;
+  CHECK(e == EAGAIN, "the limit was never reached (%ld threads, %d)", n, e);
+  CHECK(n >= 10, "only %ld threads before EAGAIN", n);
+  swarm_thread_t extra;
+  for (int i = 0; i < 5; i++)
+    CHECK_EQ(swarm_spawn(&extra, NULL, wait_gate, NULL), EAGAIN);
+  swarm_mutex_lock(&gate_lock);
+  gate_open = 1;
+  swarm_cond_broadcast(&gate_cond);
+  swarm_mutex_unlock(&gate_lock);
+  for (long i = 0; i < n; i++) {
+    void *r;
+    CHECK_EQ(swarm_join(t[i], &r), 0);
+    CHECK_EQ((long)r, i);
+  }
+  /* recovery: the memory came back, the same number fits again */
+  for (long i = 0; i < n; i++)
+    CHECK(swarm_spawn(&t[i], NULL, square, (void *)i) == 0,
+          "spawn %ld of %ld after the threads exited", i, n);
+  for (long i = 0; i < n; i++) {
+    void *r;
+    CHECK_EQ(swarm_join(t[i], &r), 0);
+    CHECK_EQ((long)r, i * i);
+  }
+  printf("%ld threads alive at the edge\n", n);
+  CHECK_EQ(swarm_finalize(), 0);
+  return 0;
+}
+
+/* Fills the process's mappings up to `spare` below vm.max_map_count:
+ * single pages with a hole between them, so that none merge. */
+static int fill_maps(long spare) {
+  FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+  long max = 0;
+  if (!f || fscanf(f, "%ld", &max) != 1)
+    return -1;
+  fclose(f);
+  long page = sysconf(_SC_PAGESIZE), have = 0;
+  char line[512];
+  f = fopen("/proc/self/maps", "r");
+  while (f && fgets(line, sizeof line, f))
+    have++;
+  if (f)
+    fclose(f);
+  long want = max - have - spare;
+  if (want <= 0)
+    return 0;
+  char *area = mmap(NULL, (size_t)(2 * want) * (size_t)page, PROT_NONE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (area == MAP_FAILED)
+    return -1;
+  /* each page made readable splits the area: two more mappings each */
+  for (long i = 0; i < want / 2; i++)
+    if (mprotect(area + 2 * i * page, (size_t)page, PROT_READ) != 0)
+      return -1;
+  return 0;
+}
+
+/* ---- a memory cgroup v2 of our own, where the machine allows it ---- */
+
+static char cgroup_dir[512];
+
+static int write_file(const char *path, const char *text) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  ssize_t n = write(fd, text, strlen(text));
+  close(fd);
+  return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* A child cgroup of ours with memory.max set, or a reason it cannot be. */
+static const char *cgroup_make(long bytes) {
+  char text[480] = {0}, path[640];
+  FILE *f = fopen("/proc/self/cgroup", "r");
+  if (!f)
+    return "no /proc/self/cgroup";
+  const char *rel = NULL;
+  while (fgets(text, sizeof text, f))
+    if (!strncmp(text, "0::", 3)) {
+      text[strcspn(text, "\n")] = 0;
+      rel = text + 3;
+      break;
+    }
+  fclose(f);
+  if (!rel)
+    return "no cgroup v2 hierarchy";
+  snprintf(path, sizeof path, "/sys/fs/cgroup%s/cgroup.subtree_control", rel);
+  char ctl[256] = {0};
+  f = fopen(path, "r");
+  if (!f || !fgets(ctl, sizeof ctl, f) || !strstr(ctl, "memory")) {
+    if (f)
+      fclose(f);
+    return "the memory controller is not delegated to our cgroup v2";
+  }
+  fclose(f);
+  snprintf(cgroup_dir, sizeof cgroup_dir, "/sys/fs/cgroup%s/swarm-limits-%d",
+           rel, (int)getpid());
+  if (mkdir(cgroup_dir, 0755) != 0)
+    return "cannot make a child cgroup";
+  snprintf(path, sizeof path, "%s/memory.max", cgroup_dir);
+  char v[32];
+  snprintf(v, sizeof v, "%ld", bytes);
+  if (write_file(path, v) != 0) {
+    rmdir(cgroup_dir);
+    return "cannot set memory.max";
+  }
+  return NULL;
+}
+
+static int cgroup_enter(void) {
+  char path[640], pid[32];
+  snprintf(path, sizeof path, "%s/cgroup.procs", cgroup_dir);
+  snprintf(pid, sizeof pid, "%d", (int)getpid());
+  return write_file(path, pid);
+}
+
+/* Each thread touches most of its 128 KiB stack, so that memory, not
+ * address space, runs out. */
+static void *touch_and_wait(void *arg) {
+  volatile char buf[96 * 1024];
+  for (size_t i = 0; i < sizeof buf; i += 4096)
+    buf[i] = 1;
+  return wait_gate(arg);
+}
+
+static int run_cgroup_edge(void) {
+  static swarm_thread_t t[EDGE_MAX];
+  CHECK_EQ(swarm_init(NULL), 0);
+  CHECK_EQ(swarm_mutex_init(&gate_lock, 0), 0);
+  CHECK_EQ(swarm_cond_init(&gate_cond, 0), 0);
+  long n = 0;
+  int e = 0;
+  while (n < EDGE_MAX &&
+         (e = swarm_spawn(&t[n], NULL, touch_and_wait, (void *)n)) == 0)
+    n++;
+  CHECK_EQ(e, EAGAIN);
+  swarm_mutex_lock(&gate_lock);
+  gate_open = 1;
+  swarm_cond_broadcast(&gate_cond);
+  swarm_mutex_unlock(&gate_lock);
+  for (long i = 0; i < n; i++) {
+    void *r;
+    CHECK_EQ(swarm_join(t[i], &r), 0);
+    CHECK_EQ((long)r, i);
+  }
+  printf("%ld threads alive at the edge\n", n);
+  CHECK_EQ(swarm_finalize(), 0);
+  return 0;
+}
+
+/* ---- the parent ---- */
+
+struct child_result {
+  int status;
+  char err[8192];
+  char out[1024];
+};
+
+static void run_child(int (*body)(void), int resource, rlim_t limit,
+                      struct child_result *res) {
+  int errp[2], outp[2];
+  CHECK_EQ(pipe(errp), 0);
+  CHECK_EQ(pipe(outp), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    dup2(errp[1], 2);
+    dup2(outp[1], 1);
+    close(errp[0]);
+    close(outp[0]);
+    if (resource >= 0) {
+      struct rlimit r = {limit, limit};
+      if (setrlimit(resource, &r) != 0) {
+        perror("setrlimit");
+        _exit(3);
+      }
+    }
+    int rc = body();
+    fflush(NULL);
+    _exit(rc);
+  }
+  close(errp[1]);
+  close(outp[1]);
+  size_t ne = 0, no = 0;
+  ssize_t r;
+  /* stderr first: a child blocked on a full stdout pipe is not possible
+   * here (it prints one line) */
+  while ((r = read(errp[0], res->err + ne, sizeof res->err - 1 - ne)) > 0)
+    ne += (size_t)r;
+  while ((r = read(outp[0], res->out + no, sizeof res->out - 1 - no)) > 0)
+    no += (size_t)r;
+  res->err[ne] = 0;
+  res->out[no] = 0;
+  close(errp[0]);
+  close(outp[0]);
+  CHECK_EQ(waitpid(pid, &res->status, 0), pid);
+}
+
+static int count_lines(const char *text, const char *needle) {
+  int n = 0;
+  for (const char *p = text; p && *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t len = nl ? (size_t)(nl - p) : strlen(p);
+    char line[1024];
+    snprintf(line, sizeof line, "%.*s", (int)len, p);
+    if (strstr(line, needle))
+      n++;
+    p = nl ? nl + 1 : NULL;
+  }
+  return n;
+}
+
+static void expect_clean(const char *name, struct child_result *res) {
+  fputs(res->err, stderr);
+  fputs(res->out, stdout);
+  CHECK(WIFEXITED(res->status) && WEXITSTATUS(res->status) == 0,
+        "%s: child status %#x", name, res->status);
+  CHECK_EQ(count_lines(res->err, "swarm"), 0);
+}
+
+/* One line from swarm, naming the limit; nothing else from swarm. */
+static void expect_edge(const char *name, struct child_result *res,
+                        const char *limit_name) {
+  fputs(res->err, stderr);
+  fputs(res->out, stdout);
+  CHECK(WIFEXITED(res->status) && WEXITSTATUS(res->status) == 0,
+        "%s: child status %#x", name, res->status);
+  CHECK_EQ(count_lines(res->err, "swarm"), 1);
+  CHECK_EQ(count_lines(res->err, limit_name), 1);
+  CHECK(strstr(res->err, "EAGAIN"), "the line says what the caller sees");
+}
+
+static size_t edge_stack;
+static int edge_default(void) {
+  return run_edge(0);
+}
+static int edge_small(void) {
+  return run_edge(edge_stack);
+}
+/* With guard markers (Linux >= 6.13) a stack adds no mapping and batches
+ * merge with their neighbours, so a process at its map count still makes
+ * threads: 20,000 of them, with no line from swarm. With mprotect guards
+ * every stack is two mappings: the edge, as under the rlimits. */
+static void *nothing(void *arg) {
+  return arg;
+}
+static int edge_maps(void) {
+  if (fill_maps(40) != 0) {
+    perror("fill_maps");
+    return 4;
+  }
+  swarm_thread_t t;
+  CHECK_EQ(swarm_spawn(&t, NULL, nothing, NULL), 0); /* probes the guards */
+  CHECK_EQ(swarm_join(t, NULL), 0);
+  if (strcmp(os_guard_kind(), "mprotect") != 0) {
+    static swarm_thread_t many[20000];
+    CHECK_EQ(swarm_mutex_init(&gate_lock, 0), 0);
+    CHECK_EQ(swarm_cond_init(&gate_cond, 0), 0);
+    for (long i = 0; i < 20000; i++)
+      CHECK_EQ(swarm_spawn(&many[i], NULL, wait_gate, (void *)i), 0);
+    swarm_mutex_lock(&gate_lock);
+    gate_open = 1;
+    swarm_cond_broadcast(&gate_cond);
+    swarm_mutex_unlock(&gate_lock);
+    for (long i = 0; i < 20000; i++) {
+      void *r;
+      CHECK_EQ(swarm_join(many[i], &r), 0);
+      CHECK_EQ((long)r, i);
+    }
+    printf("guard markers: 20000 threads alive at vm.max_map_count - 40\n");
+    return 0;
+  }
+  CHECK_EQ(swarm_finalize(), 0);
+  return run_edge(0);
+}
+static int edge_cgroup(void) {
+  if (cgroup_enter() != 0) {
+    perror("cgroup.procs");
+    return 4;
+  }
+  return run_cgroup_edge();
+}
+
+int main(int argc, char **argv) {
+  const char *c = argc > 1 ? argv[1] : "";
+  static struct child_result res;
+  const rlim_t mib = 1024 * 1024;
+  if (!strcmp(c, "as-1g")) {
+    run_child(run_fib, RLIMIT_AS, (rlim_t)1000000 * 1024, &res);
+    expect_clean(c, &res);
+  } else if (!strcmp(c, "as-256m")) {
+    run_child(run_ten, RLIMIT_AS, 256 * mib, &res);
+    expect_clean(c, &res);
+  } else if (!strcmp(c, "as-edge")) {
+    run_child(edge_default, RLIMIT_AS, 256 * mib, &res);
+    expect_edge(c, &res, "RLIMIT_AS");
+  } else if (!strcmp(c, "as-edge-small")) {
+    edge_stack = SWARM_STACK_MIN;
+    run_child(edge_small, RLIMIT_AS, 256 * mib, &res);
+    expect_edge(c, &res, "RLIMIT_AS");
+  } else if (!strcmp(c, "data-edge")) {
+    run_child(edge_default, RLIMIT_DATA, 256 * mib, &res);
+    expect_edge(c, &res, "RLIMIT_DATA");
+  } else if (!strcmp(c, "maps-edge")) {
+    run_child(edge_maps, -1, 0, &res);
+    if (strstr(res.out, "guard markers"))
+      expect_clean(c, &res);
+    else
+      expect_edge(c, &res, "vm.max_map_count");
+  } else if (!strcmp(c, "cgroup-edge")) {
+    const char *why = cgroup_make(64 * (long)mib);
+    if (why) {
+      printf("skipped: %s\n", why);
+      return SKIP;
+    }
+    run_child(edge_cgroup, -1, 0, &res);
+    rmdir(cgroup_dir);
+    expect_edge(c, &res, "memory cgroup");
+  } else {
+    fprintf(stderr, "usage: test_limits as-1g|as-256m|as-edge|as-edge-small|"
+                    "data-edge|maps-edge|cgroup-edge\n");
+    return 2;
+  }
+  printf("OK %s\n", c);
+  return 0;
+}
