@@ -155,7 +155,7 @@ static void cgroup_read(void) {
       *nl = '\0';
     char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
     if (c2) {
-      *c2 = '\0';
+      *c1 = *c2 = '\0';
       const char *ctrls = c1 + 1, *rel = c2 + 1;
       if (!strcmp(line, "0") && !*ctrls) {
         cgroup_walk("/sys/fs/cgroup", rel, "memory.max", false);

@@ -19,9 +19,17 @@
  *                            vm.max_map_count, recovery after the threads exit
  *   test_limits cgroup-edge  a memory cgroup v2 of 64 MiB, if this machine
  *                            lets us make one (else exit 77: skipped)
+ *   test_limits cgroup-v2-files, cgroup-v1-files
+ *                            the cgroup files swarm reads, in a private mount
+ *                            namespace (nothing outside the child changes):
+ *                            memory.max 256 MiB; usage low, then at the limit
+ *                            (EAGAIN, one line naming the cgroup), then low
+ *                            again (spawns succeed: recovery). Skipped (77)
+ *                            where mount namespaces are not permitted.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -29,6 +37,7 @@
 #include <string.h>
 #include <swarm.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -222,6 +231,15 @@ static const char *cgroup_make(long bytes) {
   return NULL;
 }
 
+static int write_file_create(const char *path, const char *text) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return -1;
+  ssize_t n = write(fd, text, strlen(text));
+  close(fd);
+  return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
 static int cgroup_enter(void) {
   char path[640], pid[32];
   snprintf(path, sizeof path, "%s/cgroup.procs", cgroup_dir);
@@ -261,6 +279,119 @@ static int run_cgroup_edge(void) {
   printf("%ld threads alive at the edge\n", n);
   CHECK_EQ(swarm_finalize(), 0);
   return 0;
+}
+
+/* ---- the cgroup files, faked in a private mount namespace ---- */
+
+static char fake_dir[512];
+static bool fake_v1;
+
+static void fake_usage(long bytes) {
+  char path[640], v[32];
+  snprintf(path, sizeof path, "%s/%s", fake_dir,
+           fake_v1 ? "memory.usage_in_bytes" : "memory.current");
+  snprintf(v, sizeof v, "%ld\n", bytes);
+  CHECK_EQ(write_file(path, v), 0);
+}
+
+/* Makes /sys/fs/cgroup a tmpfs of ours holding memory.max (v2) or
+ * memory.limit_in_bytes (v1) in the directory /proc/self/cgroup names.
+ * 0, or 77 when this machine does not let us. */
+static int fake_cgroup(bool v1, long max) {
+  if (unshare(CLONE_NEWNS) != 0 ||
+      mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+      mount("swarm-test", "/sys/fs/cgroup", "tmpfs", 0, NULL) != 0) {
+    printf("skipped: no private mount namespace here (%s)\n", strerror(errno));
+    return SKIP;
+  }
+  char text[2048] = {0}, rel[512] = "";
+  FILE *f = fopen("/proc/self/cgroup", "r");
+  CHECK(f != NULL);
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = 0;
+  for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c2)
+      continue;
+    *c1 = *c2 = 0;
+    if ((!v1 && !strcmp(line, "0") && c1[1] == 0) ||
+        (v1 && strstr(c1 + 1, "memory")))
+      snprintf(rel, sizeof rel, "%s", c2 + 1);
+  }
+  if (v1 && !rel[0]) {
+    printf("skipped: no cgroup v1 memory controller line\n");
+    return SKIP;
+  }
+  snprintf(fake_dir, sizeof fake_dir, "/sys/fs/cgroup%s%s", v1 ? "/memory" : "",
+           strcmp(rel, "/") ? rel : "");
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "mkdir -p '%s'", fake_dir);
+  CHECK_EQ(system(cmd), 0);
+  fake_v1 = v1;
+  char path[640], v[32];
+  snprintf(path, sizeof path, "%s/%s", fake_dir,
+           v1 ? "memory.limit_in_bytes" : "memory.max");
+  snprintf(v, sizeof v, "%ld\n", max);
+  CHECK_EQ(write_file_create(path, v), 0);
+  snprintf(path, sizeof path, "%s/memory.stat", fake_dir);
+  CHECK_EQ(write_file_create(path, v1 ? "cache 0\ntotal_cache 0\n"
+                                      : "anon 0\nfile 0\n"),
+           0);
+  snprintf(path, sizeof path, "%s/%s", fake_dir,
+           v1 ? "memory.usage_in_bytes" : "memory.current");
+  CHECK_EQ(write_file_create(path, "0\n"), 0);
+  return 0;
+}
+
+static int run_cgroup_files(bool v1) {
+  static swarm_thread_t t[EDGE_MAX];
+  const long max = 256L << 20;
+  int r = fake_cgroup(v1, max);
+  if (r)
+    return r;
+  fake_usage(8L << 20);
+  CHECK_EQ(run_ten(), 0); /* room: no line */
+  CHECK_EQ(swarm_init(NULL), 0);
+  CHECK_EQ(swarm_mutex_init(&gate_lock, 0), 0);
+  CHECK_EQ(swarm_cond_init(&gate_cond, 0), 0);
+  gate_open = 0;
+  fake_usage(max); /* the cgroup is full: the next reading refuses */
+  long n = 0;
+  int e = 0;
+  while (n < EDGE_MAX &&
+         (e = swarm_spawn(&t[n], NULL, wait_gate, (void *)n)) == 0)
+    n++;
+  CHECK(e == EAGAIN, "never refused (%ld threads, %d)", n, e);
+  swarm_thread_t extra;
+  for (int i = 0; i < 5; i++)
+    CHECK_EQ(swarm_spawn(&extra, NULL, wait_gate, NULL), EAGAIN);
+  fake_usage(8L << 20); /* memory given back */
+  swarm_mutex_lock(&gate_lock);
+  gate_open = 1;
+  swarm_cond_broadcast(&gate_cond);
+  swarm_mutex_unlock(&gate_lock);
+  for (long i = 0; i < n; i++) {
+    void *res;
+    CHECK_EQ(swarm_join(t[i], &res), 0);
+    CHECK_EQ((long)res, i);
+  }
+  for (long i = 0; i < n + 100; i++) /* more than before: new stacks too */
+    CHECK(swarm_spawn(&t[i], NULL, square, (void *)i) == 0, "spawn %ld", i);
+  for (long i = 0; i < n + 100; i++) {
+    void *res;
+    CHECK_EQ(swarm_join(t[i], &res), 0);
+    CHECK_EQ((long)res, i * i);
+  }
+  printf("%ld threads alive at the cgroup's edge\n", n);
+  CHECK_EQ(swarm_finalize(), 0);
+  return 0;
+}
+static int cgroup_v2_files(void) {
+  return run_cgroup_files(false);
+}
+static int cgroup_v1_files(void) {
+  return run_cgroup_files(true);
 }
 
 /* ---- the parent ---- */
@@ -432,9 +563,18 @@ int main(int argc, char **argv) {
     run_child(edge_cgroup, -1, 0, &res);
     rmdir(cgroup_dir);
     expect_edge(c, &res, "memory cgroup");
+  } else if (!strcmp(c, "cgroup-v2-files") || !strcmp(c, "cgroup-v1-files")) {
+    run_child(!strcmp(c, "cgroup-v2-files") ? cgroup_v2_files : cgroup_v1_files,
+              -1, 0, &res);
+    if (WIFEXITED(res.status) && WEXITSTATUS(res.status) == SKIP) {
+      fputs(res.out, stdout);
+      return SKIP;
+    }
+    expect_edge(c, &res, "memory cgroup");
   } else {
     fprintf(stderr, "usage: test_limits as-1g|as-256m|as-edge|as-edge-small|"
-                    "data-edge|maps-edge|cgroup-edge\n");
+                    "data-edge|maps-edge|cgroup-edge|cgroup-v2-files|"
+                    "cgroup-v1-files\n");
     return 2;
   }
   printf("OK %s\n", c);
