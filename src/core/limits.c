@@ -24,7 +24,14 @@
  *  - trace buffers: at most 1/16 of the smallest limit (trace.c);
  *  - kernel threads' stacks (workers, monitor, offload) are a fixed
  *    256 KiB instead of NPTL's default of RLIMIT_STACK (8 MiB, or 32 MiB
- *    when unlimited) each (os.c).
+ *    when unlimited) each (os.c);
+ *  - glibc's malloc arenas: every kernel thread that mallocs gets an arena
+ *    of its own, up to 8 per CPU, each reserving 64 MiB of address space.
+ *    Swarm threads malloc on the workers' kernel threads, so with W workers
+ *    up to W arenas: 64 MiB per worker of RLIMIT_AS, the largest per-worker
+ *    cost by far. Under RLIMIT_AS swarm caps them (M_ARENA_MAX) so that
+ *    they take at most 1/8 of the limit, unless the program or the user
+ *    chose a number (MALLOC_ARENA_MAX, GLIBC_TUNABLES) — limits_malloc.
  *
  * At the edge. Whatever maps memory for a new thread (a stack batch, the
  * descriptor region's growth) turns a refusal into EAGAIN for swarm_spawn
@@ -49,6 +56,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,6 +287,24 @@ uint32_t limits_trace_records(int nbuffers, size_t record, uint32_t wanted,
                               uint32_t floor) {
   return (uint32_t)share_of_limit(16, (uint64_t)record * (uint64_t)nbuffers,
                                   wanted, floor);
+}
+
+void limits_malloc(int kernel_threads) {
+#if defined(__GLIBC__) && defined(M_ARENA_MAX)
+  const struct limits *l = &limits_state.lim;
+  if (l->as_max == LIMIT_NONE || getenv("MALLOC_ARENA_MAX"))
+    return;
+  const char *t = getenv("GLIBC_TUNABLES");
+  if (t && strstr(t, "arena_max"))
+    return;
+  uint64_t arenas = l->as_max / 8 / ((uint64_t)64 << 20);
+  if (arenas < 1)
+    arenas = 1;
+  if (arenas < (uint64_t)kernel_threads + 1)
+    mallopt(M_ARENA_MAX, (int)arenas);
+#else
+  (void)kernel_threads;
+#endif
 }
 
 /* ---- the edge ---- */

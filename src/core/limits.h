@@ -59,6 +59,12 @@ uint32_t limits_stack_pool_max(size_t each, uint32_t wanted, uint32_t floor);
 uint32_t limits_trace_records(int nbuffers, size_t record, uint32_t wanted,
                               uint32_t floor);
 
+/* Under RLIMIT_AS, caps glibc's malloc arenas (64 MiB of address space
+ * each, one per kernel thread that mallocs) at 1/8 of the limit, when the
+ * runtime's `kernel_threads` could otherwise make more and nobody chose a
+ * number (MALLOC_ARENA_MAX, GLIBC_TUNABLES). Nothing without the limit. */
+void limits_malloc(int kernel_threads);
+
 /* ---- the memory cgroup ---- */
 /* true if mapping `bytes` more for stacks leaves the cgroup room (always
  * true without a cgroup limit). The cgroup's usage is re-read only once

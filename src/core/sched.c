@@ -1169,6 +1169,7 @@ int swarm_init(const swarm_config_t *config) {
   /* Spare workers (monitor.c) follow the regular ones in the array. */
   int nslots = nworkers + monitor_spare_count(nworkers);
   swarm_rt.nslots = nslots;
+  limits_malloc(nslots); /* glibc's arena per worker (limits.c) */
   size_t bytes = sizeof(struct worker) * (size_t)nslots;
   swarm_rt.workers = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
   if (!swarm_rt.workers)

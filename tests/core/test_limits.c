@@ -7,6 +7,10 @@
  *   test_limits as-1g        RLIMIT_AS 1,000,000 KiB (ulimit -v 1000000):
  *                            fib(20) with a thread per call is correct
  *   test_limits as-256m      RLIMIT_AS 256 MiB: 10 threads give their results
+ *   test_limits as-256m-8w   RLIMIT_AS 256 MiB, 8 workers (a bigger node):
+ *                            1,000 threads that malloc, all alive at once
+ *                            (glibc's 64 MiB arena per worker must not eat
+ *                            the limit)
  *   test_limits as-edge      RLIMIT_AS 256 MiB: spawn parked threads until
  *                            swarm_spawn says EAGAIN; more spawns still say
  *                            EAGAIN; one stderr line names RLIMIT_AS; once the
@@ -104,6 +108,37 @@ static void *wait_gate(void *arg) {
     swarm_cond_wait(&gate_cond, &gate_lock);
   swarm_mutex_unlock(&gate_lock);
   return arg;
+}
+
+static void *malloc_and_wait(void *arg) {
+  char *p = malloc(200);
+  CHECK(p != NULL);
+  p[0] = 1;
+  void *r = wait_gate(arg);
+  free(p);
+  return r;
+}
+
+static int run_eight_workers(void) {
+  static swarm_thread_t t[1000];
+  swarm_config_t cfg = {.workers = 8};
+  CHECK_EQ(swarm_init(&cfg), 0);
+  CHECK_EQ(swarm_mutex_init(&gate_lock, 0), 0);
+  CHECK_EQ(swarm_cond_init(&gate_cond, 0), 0);
+  for (long i = 0; i < 1000; i++)
+    CHECK(swarm_spawn(&t[i], NULL, malloc_and_wait, (void *)i) == 0,
+          "thread %ld of 1000", i);
+  swarm_mutex_lock(&gate_lock);
+  gate_open = 1;
+  swarm_cond_broadcast(&gate_cond);
+  swarm_mutex_unlock(&gate_lock);
+  for (long i = 0; i < 1000; i++) {
+    void *r;
+    CHECK_EQ(swarm_join(t[i], &r), 0);
+    CHECK_EQ((long)r, i);
+  }
+  CHECK_EQ(swarm_finalize(), 0);
+  return 0;
 }
 
 #define EDGE_MAX 200000
@@ -538,6 +573,9 @@ int main(int argc, char **argv) {
   } else if (!strcmp(c, "as-256m")) {
     run_child(run_ten, RLIMIT_AS, 256 * mib, &res);
     expect_clean(c, &res);
+  } else if (!strcmp(c, "as-256m-8w")) {
+    run_child(run_eight_workers, RLIMIT_AS, 256 * mib, &res);
+    expect_clean(c, &res);
   } else if (!strcmp(c, "as-edge")) {
     run_child(edge_default, RLIMIT_AS, 256 * mib, &res);
     expect_edge(c, &res, "RLIMIT_AS");
@@ -572,9 +610,10 @@ int main(int argc, char **argv) {
     }
     expect_edge(c, &res, "memory cgroup");
   } else {
-    fprintf(stderr, "usage: test_limits as-1g|as-256m|as-edge|as-edge-small|"
-                    "data-edge|maps-edge|cgroup-edge|cgroup-v2-files|"
-                    "cgroup-v1-files\n");
+    fprintf(stderr,
+            "usage: test_limits as-1g|as-256m|as-256m-8w|as-edge|as-edge-small|"
+            "data-edge|maps-edge|cgroup-edge|cgroup-v2-files|"
+            "cgroup-v1-files\n");
     return 2;
   }
   printf("OK %s\n", c);

@@ -14,9 +14,14 @@
 
 #define EDGE_MAX 200000
 
-static void *square(void *a) {
+static void *square(void *a) { /* and malloc, as threads do */
   long v = (long)a;
-  return (void *)(v * v);
+  long *p = malloc(sizeof *p);
+  CHECK(p != NULL);
+  *p = v * v;
+  v = *p;
+  free(p);
+  return (void *)v;
 }
 
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;

@@ -1,6 +1,6 @@
 #!/bin/sh
 # run_limits.sh SWARMRUN PROGRAM -v|-d KIB EXPECT -- ARGS...
-# Runs PROGRAM ARGS under swarmrun -w 2 with `ulimit -v KIB` (address
+# Runs PROGRAM ARGS under swarmrun -w 2 (-w N with LIMITS_WORKERS=N) with `ulimit -v KIB` (address
 # space) or `ulimit -d KIB` (data) set first, as a batch job's limit would
 # be. Passes when it exits 0, reports running on swarm, ends with "OK", and
 # swarm's stderr is: nothing (EXPECT "-"), or exactly one line from swarm
@@ -11,7 +11,7 @@ shift 5
 [ "${1:-}" = "--" ] && shift
 out=$(mktemp) err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT
-( ulimit "$flag" "$kib" && exec "$swarmrun" -w 2 -- "$prog" "$@" ) >"$out" 2>"$err"
+( ulimit "$flag" "$kib" && exec "$swarmrun" -w "${LIMITS_WORKERS:-2}" -- "$prog" "$@" ) >"$out" 2>"$err"
 rc=$?
 cat "$out"
 cat "$err" >&2
