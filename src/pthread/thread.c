@@ -146,7 +146,8 @@ void dropin_ensure_runtime(void) {
   if (!s || !*s)
     cfg.stack_size = DROPIN_DEFAULT_STACK;
   int r = swarm_init(&cfg);
-  if (r && r != EBUSY) {
+  static _Atomic bool said; /* once: pthread_create retries it per call */
+  if (r && r != EBUSY && !atomic_exchange(&said, true)) {
     static const char msg[] = "swarm-pthread: cannot start the runtime; "
                               "threads will fail to start\n";
     os_write_stderr(msg, sizeof msg - 1);

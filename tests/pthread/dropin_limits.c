@@ -5,7 +5,10 @@
  *   dropin_limits edge       threads that wait on a condition variable are
  *                            created until pthread_create says EAGAIN, which
  *                            it keeps saying; then they are released and
- *                            joined, and as many are created again */
+ *                            joined, and as many are created again
+ *   dropin_limits refused N  pthread_create is called N times and must say
+ *                            EAGAIN each time (run_limits_nostart.sh runs it
+ *                            under a limit too small for the runtime) */
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
@@ -81,7 +84,13 @@ int main(int argc, char **argv) {
     create_n(atol(argv[2]));
   else if (argc == 2 && !strcmp(argv[1], "edge"))
     edge();
-  else {
+  else if (argc == 3 && !strcmp(argv[1], "refused")) {
+    for (long i = 0; i < atol(argv[2]); i++) {
+      pthread_t t;
+      CHECK(pthread_create(&t, NULL, square, NULL) == EAGAIN, "call %ld", i);
+    }
+    printf("pthread_create said EAGAIN %ld times\n", atol(argv[2]));
+  } else {
     fprintf(stderr, "usage: dropin_limits create N | edge\n");
     return 2;
   }
