@@ -11,6 +11,10 @@
  *                            1,000 threads that malloc, all alive at once
  *                            (glibc's 64 MiB arena per worker must not eat
  *                            the limit)
+ *   test_limits trace-1g     RLIMIT_AS 1,000,000 KiB with SWARM_TRACE and
+ *                            SWARM_TRACE_BUFFER asking 2 GiB per worker: the
+ *                            buffers are sized from the limit, the trace is
+ *                            written (not "out of memory; tracing is off")
  *   test_limits as-edge      RLIMIT_AS 256 MiB: spawn parked threads until
  *                            swarm_spawn says EAGAIN; more spawns still say
  *                            EAGAIN; one stderr line names RLIMIT_AS; once the
@@ -80,6 +84,24 @@ static int run_fib(void) {
   CHECK_EQ((long)r, 6765L);
   CHECK_EQ(swarm_finalize(), 0);
   return 0;
+}
+
+static char trace_path[64];
+
+static int run_traced_fib(void) {
+  setenv("SWARM_TRACE", trace_path, 1);
+  setenv("SWARM_TRACE_BUFFER", "67108864", 1); /* 2 GiB of records each */
+  return run_fib();
+}
+
+static void check_trace_written(void) {
+  FILE *f = fopen(trace_path, "r");
+  CHECK(f != NULL, "no trace file %s", trace_path);
+  char head[64] = {0};
+  CHECK(fread(head, 1, sizeof head - 1, f) > 0);
+  fclose(f);
+  CHECK(strstr(head, "traceEvents"), "trace starts '%s'", head);
+  unlink(trace_path);
 }
 
 static int run_ten(void) {
@@ -576,6 +598,12 @@ int main(int argc, char **argv) {
   } else if (!strcmp(c, "as-256m-8w")) {
     run_child(run_eight_workers, RLIMIT_AS, 256 * mib, &res);
     expect_clean(c, &res);
+  } else if (!strcmp(c, "trace-1g")) {
+    snprintf(trace_path, sizeof trace_path, "/tmp/swarm-limits-%d.json",
+             (int)getpid());
+    run_child(run_traced_fib, RLIMIT_AS, (rlim_t)1000000 * 1024, &res);
+    expect_clean(c, &res);
+    check_trace_written();
   } else if (!strcmp(c, "as-edge")) {
     run_child(edge_default, RLIMIT_AS, 256 * mib, &res);
     expect_edge(c, &res, "RLIMIT_AS");
@@ -610,10 +638,10 @@ int main(int argc, char **argv) {
     }
     expect_edge(c, &res, "memory cgroup");
   } else {
-    fprintf(stderr,
-            "usage: test_limits as-1g|as-256m|as-256m-8w|as-edge|as-edge-small|"
-            "data-edge|maps-edge|cgroup-edge|cgroup-v2-files|"
-            "cgroup-v1-files\n");
+    fprintf(stderr, "usage: test_limits "
+                    "as-1g|as-256m|as-256m-8w|trace-1g|as-edge|as-edge-small|"
+                    "data-edge|maps-edge|cgroup-edge|cgroup-v2-files|"
+                    "cgroup-v1-files\n");
     return 2;
   }
   printf("OK %s\n", c);
