@@ -3,9 +3,11 @@
  *
  * Handles. A swarm_thread_t is (generation << 32 | table index << 8), the
  * descriptor's control word without its flags (core.h). Descriptors
- * live in one reserved region that is never unmapped, indexed by the 24
- * index bits, so any handle can be looked up without a bound check and
- * without touching freed memory; the generation in the handle must match the
+ * live in one region that is never unmapped, indexed by the 24 index bits
+ * masked with the part mapped so far, so any handle can be looked up
+ * without a bound check and without touching freed or unmapped memory (a
+ * masked index of a bogus handle lands on some slot whose generation does
+ * not match); the generation in the handle must match the
  * one in the descriptor's control word, and releasing a descriptor advances
  * it by 2. That is how a joined (or detached-and-exited) handle answers
  * ESRCH even after its descriptor is reused. Generations are odd, so a zero
@@ -25,7 +27,9 @@
  * before it is off its stack.
  *
  * Descriptor memory: per-worker LIFO caches (owner-only, no atomics), spilled
- * to and refilled from a global list under a mutex in batches.
+ * to and refilled from a global list under a mutex in batches. The region
+ * behind them is mapped whole when no rlimit bounds the address space, else
+ * 512 KiB at a fixed hint, doubled in place (desc_region_cover; limits.h).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -103,7 +107,10 @@ static bool desc_region_cover(uint32_t idx) {
         (char *)atomic_load_explicit(&swarm_desc_region, memory_order_relaxed);
     size_t have = (size_t)desc_table.mapped * slot;
     if (!map_exactly(base + have, have)) {
-      limits_refused("thread descriptors", have, LIMIT_KERNEL);
+      limits_refused(errno == EEXIST ? "thread descriptors (the address "
+                                       "range after the region is taken)"
+                                     : "thread descriptors",
+                     have, LIMIT_KERNEL);
       return false;
     }
     desc_table.mapped *= 2;
