@@ -6,7 +6,8 @@
  *
  *   test_limits as-1g        RLIMIT_AS 1,000,000 KiB (ulimit -v 1000000):
  *                            fib(20) with a thread per call is correct
- *   test_limits as-256m      RLIMIT_AS 256 MiB: 10 threads give their results
+ *   test_limits as-256m      RLIMIT_AS 256 MiB: 10 threads give their results;
+ *                            handles beyond the descriptors mapped say ESRCH
  *   test_limits as-256m-8w   RLIMIT_AS 256 MiB, 8 workers (a bigger node):
  *                            1,000 threads that malloc, all alive at once
  *                            (glibc's 64 MiB arena per worker must not eat
@@ -109,6 +110,14 @@ static int run_ten(void) {
   swarm_thread_t t[10];
   for (long i = 0; i < 10; i++)
     CHECK_EQ(swarm_spawn(&t[i], NULL, square, (void *)i), 0);
+  /* Handles whose index lies beyond the part of the descriptor region
+   * mapped under the limit: ESRCH, not a fault. One aliases t[0]'s slot
+   * once masked, and must not join it. */
+  swarm_thread_t far = ((swarm_thread_t)1 << 32) | ((swarm_thread_t)1 << 30);
+  swarm_thread_t alias = t[0] | ((swarm_thread_t)1 << 29);
+  CHECK_EQ(swarm_join(far, NULL), ESRCH);
+  CHECK_EQ(swarm_detach(far), ESRCH);
+  CHECK_EQ(swarm_join(alias, NULL), ESRCH);
   for (long i = 0; i < 10; i++) {
     void *r;
     CHECK_EQ(swarm_join(t[i], &r), 0);
