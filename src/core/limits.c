@@ -71,7 +71,7 @@ static struct {
   struct limits lim;
   _Atomic bool reported; /* the one stderr line was printed */
   /* limits_cgroup_room: bytes that may still be mapped before the usage is
-   * read again (guarded by the callers' lock: the stack pool's) */
+   * read again; workers take from it with CAS */
   _Atomic uint64_t cgroup_credit;
 } limits_state = {
     .lim = {LIMIT_NONE, LIMIT_NONE, LIMIT_NONE, LIMIT_NONE, "", false}};
@@ -127,7 +127,7 @@ static uint64_t field_value(const char *text, const char *key) {
 /* The lowest limit from dir up to root: cgroup limits nest. */
 static void cgroup_walk(const char *root, const char *rel, const char *file,
                         bool v1) {
-  char dir[200];
+  char dir[sizeof limits_state.lim.cgroup_dir];
   int n = snprintf(dir, sizeof dir, "%s%s", root, rel);
   if (n <= 0 || (size_t)n >= sizeof dir)
     return;
@@ -136,7 +136,7 @@ static void cgroup_walk(const char *root, const char *rel, const char *file,
     size_t len = strlen(dir);
     while (len > rootlen && dir[len - 1] == '/')
       dir[--len] = '\0';
-    char path[256];
+    char path[sizeof dir + 32];
     snprintf(path, sizeof path, "%s/%s", dir, file);
     uint64_t v = read_number_file(path);
     if (v < limits_state.lim.cgroup_max) {
@@ -183,7 +183,7 @@ static void cgroup_read(void) {
  * minus the page cache (the kernel evicts that before it kills anyone). */
 static uint64_t cgroup_usage(void) {
   const struct limits *l = &limits_state.lim;
-  char path[256], stat[8192];
+  char path[sizeof l->cgroup_dir + 32], stat[8192];
   snprintf(path, sizeof path, "%s/%s", l->cgroup_dir,
            l->cgroup_v1 ? "memory.usage_in_bytes" : "memory.current");
   uint64_t used = read_number_file(path);
@@ -206,11 +206,11 @@ bool limits_cgroup_room(size_t bytes) {
     return true;
   uint64_t credit =
       atomic_load_explicit(&limits_state.cgroup_credit, memory_order_relaxed);
-  if (credit >= bytes) {
-    atomic_store_explicit(&limits_state.cgroup_credit, credit - bytes,
-                          memory_order_relaxed);
-    return true;
-  }
+  while (credit >= bytes)
+    if (atomic_compare_exchange_weak_explicit(
+            &limits_state.cgroup_credit, &credit, credit - bytes,
+            memory_order_relaxed, memory_order_relaxed))
+      return true;
   /* Keep a sixteenth of the limit (at least 4 MiB) for the program: the
    * stacks mapped now are touched later, on top of what it uses. */
   uint64_t reserve = l->cgroup_max / 16;
@@ -330,8 +330,10 @@ static enum limit_kind diagnose(size_t bytes, uint64_t *used, uint64_t *max) {
   char status[4096];
   uint64_t vm_size = 0, vm_data = 0;
   if (read_small_file("/proc/self/status", status, sizeof status) > 0) {
-    vm_size = field_value(status, "VmSize") * 1024;
-    vm_data = field_value(status, "VmData") * 1024;
+    uint64_t kib = field_value(status, "VmSize");
+    vm_size = kib == LIMIT_NONE ? 0 : kib * 1024;
+    kib = field_value(status, "VmData");
+    vm_data = kib == LIMIT_NONE ? 0 : kib * 1024;
   }
   if (l->as_max != LIMIT_NONE && vm_size + bytes > l->as_max) {
     *used = vm_size;
@@ -372,7 +374,7 @@ enum limit_kind limits_refused(const char *what, size_t bytes,
     errno = err;
     return kind;
   }
-  char line[640];
+  char line[1024];
   const char *tail = "; swarm_spawn and pthread_create answer EAGAIN until "
                      "threads exit";
   int n;

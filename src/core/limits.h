@@ -32,7 +32,7 @@ struct limits {
   uint64_t data_max;      /* bytes, or LIMIT_NONE */
   uint64_t cgroup_max;    /* bytes (lowest on the way to the root), or NONE */
   uint64_t map_count_max; /* mappings, or LIMIT_NONE if unreadable */
-  char cgroup_dir[200];   /* where cgroup_max was read ("" if none) */
+  char cgroup_dir[512];   /* where cgroup_max was read ("" if none) */
   bool cgroup_v1;         /* memory.limit_in_bytes rather than memory.max */
 };
 
