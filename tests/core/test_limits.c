@@ -22,7 +22,9 @@
  *                            threads exit, as many spawns succeed again
  *   test_limits as-edge-small  the same with 16 KiB stacks, so the descriptor
  *                            region grows several times before the edge
- *   test_limits data-edge    the same under RLIMIT_DATA 256 MiB
+ *   test_limits as-edge-churn  RLIMIT_AS 256 MiB: 8 threads on both workers
+ *                            reach the edge at once, three rounds
+ *   test_limits data-edge    the same as as-edge under RLIMIT_DATA 256 MiB
  *   test_limits maps-edge    the process's mappings filled up to a few
  *                            below vm.max_map_count: EAGAIN, the line names
  *                            vm.max_map_count, recovery after the threads exit
@@ -543,6 +545,78 @@ static void expect_edge(const char *name, struct child_result *res,
   CHECK(strstr(res->err, "EAGAIN"), "the line says what the caller sees");
 }
 
+/* ---- the edge reached by several threads at once ---- */
+
+#define CHURN_SPAWNERS 8
+#define CHURN_CHILDREN 600 /* 8 x 600 x 132 KiB: well past 256 MiB */
+
+static _Atomic int churn_ready, churn_done, churn_release;
+static _Atomic long churn_refused;
+
+static void *churn_child(void *arg) {
+  while (!atomic_load(&churn_release))
+    swarm_yield();
+  return arg;
+}
+
+/* Waits until every spawner exists, spawns children until EAGAIN or
+ * CHURN_CHILDREN; the last one done releases them all; joins and checks
+ * its own. Returns how many of its children were alive at once. */
+static void *churn_spawner(void *arg) {
+  long id = (long)arg, n = 0;
+  swarm_thread_t t[CHURN_CHILDREN];
+  atomic_fetch_add(&churn_ready, 1);
+  while (atomic_load(&churn_ready) < CHURN_SPAWNERS)
+    swarm_yield();
+  for (; n < CHURN_CHILDREN; n++) {
+    int e = swarm_spawn(&t[n], NULL, churn_child, (void *)(id * 1000 + n));
+    if (e) {
+      CHECK_EQ(e, EAGAIN);
+      atomic_fetch_add(&churn_refused, 1);
+      break;
+    }
+  }
+  if (atomic_fetch_add(&churn_done, 1) + 1 == CHURN_SPAWNERS)
+    atomic_store(&churn_release, 1);
+  for (long i = 0; i < n; i++) {
+    void *r;
+    CHECK_EQ(swarm_join(t[i], &r), 0);
+    CHECK_EQ((long)r, id * 1000 + i);
+  }
+  return (void *)n;
+}
+
+/* Three rounds: in each, several spawners on both workers reach the edge
+ * together (EAGAIN, no crash, every result right), and after the previous
+ * round's threads exited the next gets at least half as many alive. */
+static int run_churn(void) {
+  CHECK_EQ(swarm_init(NULL), 0);
+  long first = 0;
+  for (int round = 0; round < 3; round++) {
+    atomic_store(&churn_ready, 0);
+    atomic_store(&churn_done, 0);
+    atomic_store(&churn_release, 0);
+    atomic_store(&churn_refused, 0);
+    swarm_thread_t sp[CHURN_SPAWNERS];
+    for (long i = 0; i < CHURN_SPAWNERS; i++)
+      CHECK_EQ(swarm_spawn(&sp[i], NULL, churn_spawner, (void *)i), 0);
+    long alive = 0;
+    for (int i = 0; i < CHURN_SPAWNERS; i++) {
+      void *r;
+      CHECK_EQ(swarm_join(sp[i], &r), 0);
+      alive += (long)r;
+    }
+    CHECK(atomic_load(&churn_refused) > 0, "round %d: no EAGAIN", round);
+    if (round == 0)
+      first = alive;
+    CHECK(alive * 2 >= first, "round %d: %ld alive, round 0 had %ld", round,
+          alive, first);
+    printf("round %d: %ld threads alive at the edge\n", round, alive);
+  }
+  CHECK_EQ(swarm_finalize(), 0);
+  return 0;
+}
+
 static size_t edge_stack;
 static int edge_default(void) {
   return run_edge(0);
@@ -620,6 +694,9 @@ int main(int argc, char **argv) {
     edge_stack = SWARM_STACK_MIN;
     run_child(edge_small, RLIMIT_AS, 256 * mib, &res);
     expect_edge(c, &res, "RLIMIT_AS");
+  } else if (!strcmp(c, "as-edge-churn")) {
+    run_child(run_churn, RLIMIT_AS, 256 * mib, &res);
+    expect_edge(c, &res, "RLIMIT_AS");
   } else if (!strcmp(c, "data-edge")) {
     run_child(edge_default, RLIMIT_DATA, 256 * mib, &res);
     expect_edge(c, &res, "RLIMIT_DATA");
@@ -647,10 +724,11 @@ int main(int argc, char **argv) {
     }
     expect_edge(c, &res, "memory cgroup");
   } else {
-    fprintf(stderr, "usage: test_limits "
-                    "as-1g|as-256m|as-256m-8w|trace-1g|as-edge|as-edge-small|"
-                    "data-edge|maps-edge|cgroup-edge|cgroup-v2-files|"
-                    "cgroup-v1-files\n");
+    fprintf(stderr,
+            "usage: test_limits "
+            "as-1g|as-256m|as-256m-8w|trace-1g|as-edge|as-edge-small|"
+            "as-edge-churn|data-edge|maps-edge|cgroup-edge|cgroup-v2-files|"
+            "cgroup-v1-files\n");
     return 2;
   }
   printf("OK %s\n", c);
