@@ -43,6 +43,12 @@
  * exit return their stacks to the caches and the pool, so later spawns
  * succeed again; a refused batch is retried as a single stack first.
  *
+ * Races. Workers refill concurrently: the cgroup credit is taken with a
+ * CAS, so between two readings of the usage no more than one credit's worth
+ * of stacks is mapped; the one line is claimed with an atomic exchange, so
+ * two workers refused at once print it once. The limits themselves are
+ * written only by swarm_init, before any worker runs.
+ *
  * Files are read with raw system calls: this object is linked into the
  * pthread drop-in too, which defines read and close for the program.
  *
