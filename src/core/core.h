@@ -405,9 +405,9 @@ static inline void cache_count_inc(uint32_t *count) {
 
 /* Every descriptor lives in one region with room for DESC_MAX slots, never
  * unmapped, so a handle's slot can be read without touching freed memory.
- * It is mapped lazily (thread.c): all at once (MAP_NORESERVE: untouched
- * slots cost no memory) when no rlimit bounds the address space, else a
- * little at first, grown in place by doubling (core/limits.h).
+ * It is mapped lazily (thread.c): 512 KiB at first, grown in place by
+ * doubling (all at once, MAP_NORESERVE, only if its fixed address is taken
+ * and no rlimit bounds the address space).
  * swarm_desc_index_mask covers the slots mapped so far, as a mask of a
  * handle's index bits; until the first mapping the region is a single
  * all-zero slot (swarm_desc_empty) and the mask 0, so a lookup needs no

@@ -17,8 +17,8 @@
  *    kernel without guard markers, os.c) every stack is two.
  *
  * What swarm sizes from them (the rest is small and fixed; docs/limits.md):
- *  - the descriptor region (thread.c): all 2 GiB at once when neither
- *    rlimit bounds the process, else 512 KiB, doubled in place as needed;
+ *  - the descriptor region (thread.c): 512 KiB, doubled in place as
+ *    needed (it used to reserve its 2 GiB at once);
  *  - the global stack pool: at most 1/8 of the smallest limit stays mapped
  *    in it while idle (stack.c);
  *  - trace buffers: at most 1/16 of the smallest limit (trace.c);

@@ -43,10 +43,10 @@ void limits_read(void);
 const struct limits *limits_get(void);
 
 /* ---- sizes ---- */
-/* Bytes of the descriptor region to map first, of `full` in all: all of it
- * when neither RLIMIT_AS nor RLIMIT_DATA bounds the process (the mapping
- * is MAP_NORESERVE and costs nothing untouched), else `initial`; the region
- * then grows in place as descriptors are handed out (thread.c). */
+/* Bytes of the descriptor region to map where the kernel chooses, when its
+ * fixed address is taken and growth in place is unlikely (thread.c): all
+ * `full` of it when neither RLIMIT_AS nor RLIMIT_DATA bounds the process
+ * (MAP_NORESERVE: it costs nothing untouched), else `initial`. */
 size_t limits_desc_first_map(size_t full, size_t initial);
 /* How many free stacks of `each` bytes the global pool may keep mapped:
  * `wanted`, or fewer so that the pool holds at most 1/8 of the smallest

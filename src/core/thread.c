@@ -28,8 +28,8 @@
  *
  * Descriptor memory: per-worker LIFO caches (owner-only, no atomics), spilled
  * to and refilled from a global list under a mutex in batches. The region
- * behind them is mapped whole when no rlimit bounds the address space, else
- * 512 KiB at a fixed hint, doubled in place (desc_region_cover; limits.h).
+ * behind them starts at 512 KiB at a fixed hint and doubles in place
+ * (desc_region_cover).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -77,17 +77,23 @@ static bool map_exactly(char *addr, size_t len) {
   return true;
 }
 
-/* Makes slot idx mappable (under desc_table.lock): the first mapping, at
- * the hint if it is free, else where the kernel puts it; later, doubling in
- * place. false (errno set) when the kernel refuses: the caller's spawn
- * answers EAGAIN, after limits_refused has said why. */
+/* Makes slot idx mappable (under desc_table.lock): the first mapping, 512
+ * KiB at the hint if it is free, else where the kernel puts it; later,
+ * doubling in place. Starting small with or without a limit keeps the
+ * process's address space honest (a program under the drop-in that lowers
+ * its own RLIMIT_AS in main, after the runtime started, can still make
+ * threads; schedulers that watch VSZ see what is used). false (errno set) when
+ * the kernel refuses: the caller's spawn answers EAGAIN, after limits_refused
+ * has said why. */
 static bool desc_region_cover(uint32_t idx) {
   const size_t slot = sizeof(struct swarm_thread);
   if (desc_table.mapped == 0) {
-    size_t bytes = limits_desc_first_map((size_t)DESC_MAX * slot,
-                                         (size_t)DESC_FIRST_SLOTS * slot);
+    size_t bytes = (size_t)DESC_FIRST_SLOTS * slot;
     char *base = (char *)DESC_REGION_HINT;
     if (!map_exactly(base, bytes)) {
+      /* The hint is taken: growth in place is unlikely wherever the kernel
+       * puts us, so map all of it at once unless a limit forbids. */
+      bytes = limits_desc_first_map((size_t)DESC_MAX * slot, bytes);
       base = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
       if (base == MAP_FAILED) {

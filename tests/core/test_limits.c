@@ -4,6 +4,9 @@
  * runtime sizes itself from it; the parent checks the child's exit status
  * and its stderr.
  *
+ *   test_limits no-limit     no limit, 2 workers: after 10 threads the
+ *                            process's address space is under 512 MiB (the
+ *                            descriptor region no longer reserves 2 GiB)
  *   test_limits as-1g        RLIMIT_AS 1,000,000 KiB (ulimit -v 1000000):
  *                            fib(20) with a thread per call is correct
  *   test_limits as-256m      RLIMIT_AS 256 MiB: 10 threads give their results;
@@ -85,6 +88,33 @@ static int run_fib(void) {
   CHECK_EQ(swarm_spawn(&t, NULL, fib, (void *)20L), 0);
   CHECK_EQ(swarm_join(t, &r), 0);
   CHECK_EQ((long)r, 6765L);
+  CHECK_EQ(swarm_finalize(), 0);
+  return 0;
+}
+
+static long vm_size_kib(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long kib = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "VmSize:", 7))
+      kib = atol(line + 7);
+  if (f)
+    fclose(f);
+  return kib;
+}
+
+static int run_ten_small(void) {
+  swarm_config_t cfg = {.workers = 2};
+  CHECK_EQ(swarm_init(&cfg), 0);
+  swarm_thread_t t[10];
+  for (long i = 0; i < 10; i++)
+    CHECK_EQ(swarm_spawn(&t[i], NULL, square, (void *)i), 0);
+  for (long i = 0; i < 10; i++)
+    CHECK_EQ(swarm_join(t[i], NULL), 0);
+  long kib = vm_size_kib();
+  CHECK(kib > 0 && kib < 512 * 1024, "VmSize %ld KiB", kib);
+  printf("VmSize with 2 workers and 10 threads: %ld KiB\n", kib);
   CHECK_EQ(swarm_finalize(), 0);
   return 0;
 }
@@ -672,7 +702,10 @@ int main(int argc, char **argv) {
   const char *c = argc > 1 ? argv[1] : "";
   static struct child_result res;
   const rlim_t mib = 1024 * 1024;
-  if (!strcmp(c, "as-1g")) {
+  if (!strcmp(c, "no-limit")) {
+    run_child(run_ten_small, -1, 0, &res);
+    expect_clean(c, &res);
+  } else if (!strcmp(c, "as-1g")) {
     run_child(run_fib, RLIMIT_AS, (rlim_t)1000000 * 1024, &res);
     expect_clean(c, &res);
   } else if (!strcmp(c, "as-256m")) {

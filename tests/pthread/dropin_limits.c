@@ -6,12 +6,17 @@
  *                            created until pthread_create says EAGAIN, which
  *                            it keeps saying; then they are released and
  *                            joined, and as many are created again
+ *   dropin_limits selflimit  main lowers its own RLIMIT_AS to 256 MiB (the
+ *                            runtime started before main, under no limit),
+ *                            then 100 threads are alive at once (more than
+ *                            the stacks mapped at start-up)
  *   dropin_limits refused N  pthread_create is called N times and must say
  *                            EAGAIN each time (run_limits_nostart.sh runs it
  *                            under a limit too small for the runtime) */
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "dropin_check.h"
 
@@ -84,7 +89,24 @@ int main(int argc, char **argv) {
     create_n(atol(argv[2]));
   else if (argc == 2 && !strcmp(argv[1], "edge"))
     edge();
-  else if (argc == 3 && !strcmp(argv[1], "refused")) {
+  else if (argc == 2 && !strcmp(argv[1], "selflimit")) {
+    struct rlimit r = {(rlim_t)256 << 20, (rlim_t)256 << 20};
+    CHECK(setrlimit(RLIMIT_AS, &r) == 0, "%s", strerror(errno));
+    static pthread_t t[100];
+    for (long i = 0; i < 100; i++) /* all alive at once */
+      CHECK(pthread_create(&t[i], NULL, wait_gate, (void *)i) == 0,
+            "thread %ld", i);
+    pthread_mutex_lock(&m);
+    open_gate = 1;
+    pthread_cond_broadcast(&c);
+    pthread_mutex_unlock(&m);
+    for (long i = 0; i < 100; i++) {
+      void *res;
+      CHECK(pthread_join(t[i], &res) == 0);
+      CHECK((long)res == i);
+    }
+    puts("100 threads alive under the program's own limit");
+  } else if (argc == 3 && !strcmp(argv[1], "refused")) {
     for (long i = 0; i < atol(argv[2]); i++) {
       pthread_t t;
       CHECK(pthread_create(&t, NULL, square, NULL) == EAGAIN, "call %ld", i);
