@@ -39,6 +39,7 @@
 
 #include "core/deque.h"
 #include "os/os.h"
+#include "os/spinlock.h"
 #include "swarm.h"
 
 #define SWARM_MAX_WORKERS 1024
@@ -81,8 +82,9 @@ enum thread_kind {
 #define CTL_DETACHED ((uint64_t)1 << 1) /* released on exit, not joinable */
 #define CTL_CLAIMED ((uint64_t)1 << 2)  /* a joiner has claimed it */
 #define CTL_WAITER ((uint64_t)1 << 3)   /* the joiner is parked on it */
-#define CTL_SPECIAL ((uint64_t)1 << 4)  /* MAIN or EXTERNAL: see desc_release  \
-                                         */
+#define CTL_SPECIAL                                                            \
+  ((uint64_t)1 << 4) /* MAIN or EXTERNAL: see desc_release                     \
+                      */
 #define CTL_FLAGS ((uint64_t)0x7fu)
 #define CTL_INDEX_SHIFT 7
 #define CTL_GEN_STEP ((uint64_t)2 << 32)
@@ -122,7 +124,7 @@ enum {
  * runnable by kernel threads that are not workers, and for pinned threads;
  * the deque carries everything else. Thieves may take unpinned entries. */
 struct ready_queue {
-  _Atomic uint32_t lock;
+  struct spinlock lock; /* LOCK_READY_QUEUE */
   uint32_t count;
   struct swarm_thread *head, *tail;
 };
@@ -138,7 +140,7 @@ struct swarm_timer {
 };
 
 struct timer_heap {
-  _Atomic uint32_t lock;
+  struct spinlock lock; /* LOCK_TIMERS */
   uint32_t count, capacity;
   struct swarm_timer **items;
   _Atomic uint64_t earliest_ns; /* UINT64_MAX when empty */
@@ -237,7 +239,7 @@ struct runtime {
   _Atomic(struct swarm_thread *) finalize_waiter;
   _Atomic bool main_exited;
   _Atomic uint32_t external_rr;     /* round robin for external spawns */
-  pthread_mutex_t lifecycle_lock;   /* init / finalize */
+  struct spinlock lifecycle_lock;   /* init / finalize: LOCK_LIFECYCLE */
   void *(*after_main_exit)(void *); /* NULL, or its traced step (trace.h) */
   /* monitor.c. workers[nworkers .. nslots) are spare workers: started by
    * the monitor when queued threads make no progress, retired when idle. */

@@ -99,7 +99,7 @@
 #define SLEEP_MAX_NS 256000000LL
 #define SCHED_STACK_SIZE ((size_t)256 * 1024)
 
-struct runtime swarm_rt = {.lifecycle_lock = PTHREAD_MUTEX_INITIALIZER};
+struct runtime swarm_rt = {.lifecycle_lock = SPINLOCK_INIT(LOCK_LIFECYCLE)};
 __thread struct worker *swarm_tls_worker
     __attribute__((tls_model("initial-exec")));
 static __thread struct swarm_thread *tls_external;
@@ -215,40 +215,27 @@ resume_plain_tail(struct worker *w, struct swarm_thread *next) {
 
 /* ---- ready queues ---- */
 
-static inline void queue_lock(struct ready_queue *q) {
-  for (;;) {
-    if (!atomic_exchange_explicit(&q->lock, 1, memory_order_acquire))
-      return;
-    while (atomic_load_explicit(&q->lock, memory_order_relaxed))
-      os_cpu_relax();
-  }
-}
-
-static inline void queue_unlock(struct ready_queue *q) {
-  atomic_store_explicit(&q->lock, 0, memory_order_release);
-}
-
 static inline uint32_t queue_count(struct ready_queue *q) {
   return __atomic_load_n(&q->count, __ATOMIC_RELAXED);
 }
 
 void ready_queue_push(struct ready_queue *q, struct swarm_thread *t) {
   t->next = NULL;
-  queue_lock(q);
+  spin_lock(&q->lock);
   if (q->tail)
     q->tail->next = t;
   else
     q->head = t;
   q->tail = t;
   __atomic_store_n(&q->count, q->count + 1, __ATOMIC_RELAXED);
-  queue_unlock(q);
+  spin_unlock(&q->lock);
 }
 
 struct swarm_thread *ready_queue_pop(struct ready_queue *q,
                                      bool unpinned_only) {
   if (queue_count(q) == 0)
     return NULL;
-  queue_lock(q);
+  spin_lock(&q->lock);
   struct swarm_thread *prev = NULL, *t = q->head;
   while (t && unpinned_only && t->pinned_worker >= 0) {
     prev = t;
@@ -264,7 +251,7 @@ struct swarm_thread *ready_queue_pop(struct ready_queue *q,
     t->next = NULL;
     __atomic_store_n(&q->count, q->count - 1, __ATOMIC_RELAXED);
   }
-  queue_unlock(q);
+  spin_unlock(&q->lock);
   return t;
 }
 
@@ -1142,9 +1129,9 @@ int swarm_init(const swarm_config_t *config) {
   int r = config_resolve(config, &nworkers, &stack, &bind, &stats);
   if (r)
     return r;
-  pthread_mutex_lock(&swarm_rt.lifecycle_lock);
+  spin_lock(&swarm_rt.lifecycle_lock);
   if (atomic_load(&swarm_rt.state) != RT_OFF) {
-    pthread_mutex_unlock(&swarm_rt.lifecycle_lock);
+    spin_unlock(&swarm_rt.lifecycle_lock);
     return EBUSY;
   }
   atomic_store(&swarm_rt.state, RT_STARTING);
@@ -1176,6 +1163,8 @@ int swarm_init(const swarm_config_t *config) {
     struct worker *w = &swarm_rt.workers[i];
     w->id = i;
     atomic_init(&w->timers.earliest_ns, UINT64_MAX);
+    spin_init(&w->timers.lock, LOCK_TIMERS);
+    spin_init(&w->queue.lock, LOCK_READY_QUEUE);
     w->rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1) ^ (uint64_t)getpid();
     if (!w->rng)
       w->rng = 1;
@@ -1263,7 +1252,7 @@ int swarm_init(const swarm_config_t *config) {
       swarm_rt.main_thread = NULL;
       workers_release(nslots);
       atomic_store(&swarm_rt.state, RT_OFF);
-      pthread_mutex_unlock(&swarm_rt.lifecycle_lock);
+      spin_unlock(&swarm_rt.lifecycle_lock);
       return EAGAIN;
     }
   }
@@ -1273,12 +1262,12 @@ int swarm_init(const swarm_config_t *config) {
     atexit_done = true;
     atexit(stats_at_exit);
   }
-  pthread_mutex_unlock(&swarm_rt.lifecycle_lock);
+  spin_unlock(&swarm_rt.lifecycle_lock);
   return 0;
 
 fail_nomem:
   atomic_store(&swarm_rt.state, RT_OFF);
-  pthread_mutex_unlock(&swarm_rt.lifecycle_lock);
+  spin_unlock(&swarm_rt.lifecycle_lock);
   return EAGAIN;
 }
 
@@ -1298,7 +1287,6 @@ int runtime_ensure_started(void) {
 }
 
 void runtime_reset_after_fork(void) {
-  static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
   swarm_tls_worker = NULL;
   tls_external = NULL;
   swarm_rt.workers = NULL; /* the parent's, abandoned with their threads */
@@ -1310,7 +1298,7 @@ void runtime_reset_after_fork(void) {
   atomic_store(&swarm_rt.finalize_waiter, NULL);
   atomic_store(&swarm_rt.main_exited, false);
   atomic_store(&swarm_rt.external_spawned, 0);
-  swarm_rt.lifecycle_lock = fresh;
+  spin_init(&swarm_rt.lifecycle_lock, LOCK_LIFECYCLE);
   desc_table_after_fork();
   stack_pool_after_fork();
   atomic_store(&swarm_rt.state, RT_OFF);
@@ -1343,7 +1331,7 @@ int swarm_finalize(void) {
       close(swarm_rt.stats_fd);
     swarm_rt.stats_fd = -1;
   }
-  pthread_mutex_lock(&swarm_rt.lifecycle_lock);
+  spin_lock(&swarm_rt.lifecycle_lock);
   atomic_store(&swarm_rt.state, RT_STOPPING);
   for (int i = 1; i < swarm_rt.nworkers; i++) {
     struct worker *v = &swarm_rt.workers[i];
@@ -1367,7 +1355,7 @@ int swarm_finalize(void) {
   swarm_rt.nworkers = 0;
   swarm_rt.nslots = 0;
   atomic_store(&swarm_rt.state, RT_OFF);
-  pthread_mutex_unlock(&swarm_rt.lifecycle_lock);
+  spin_unlock(&swarm_rt.lifecycle_lock);
   return 0;
 }
 

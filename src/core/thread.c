@@ -25,7 +25,7 @@
  * before it is off its stack.
  *
  * Descriptor memory: per-worker LIFO caches (owner-only, no atomics), spilled
- * to and refilled from a global list under a mutex in batches.
+ * to and refilled from a global list under a spinlock in batches.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -40,10 +40,10 @@ struct swarm_thread *_Atomic swarm_desc_region;
 _Atomic uint32_t swarm_desc_next_index = 1;
 
 static struct {
-  pthread_mutex_t lock;
+  struct spinlock lock; /* LOCK_DESC_TABLE */
   struct swarm_thread *free;
   uint32_t nfree;
-} desc_table = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} desc_table = {.lock = SPINLOCK_INIT(LOCK_DESC_TABLE)};
 
 static struct swarm_thread *desc_fresh_locked(void) {
   uint32_t idx =
@@ -77,7 +77,7 @@ static struct swarm_thread *desc_fresh_locked(void) {
 static struct swarm_thread *desc_take_global(uint32_t want, uint32_t *got) {
   struct swarm_thread *list = NULL;
   uint32_t n = 0;
-  pthread_mutex_lock(&desc_table.lock);
+  spin_lock(&desc_table.lock);
   while (n < want && desc_table.free) {
     struct swarm_thread *t = desc_table.free;
     desc_table.free = t->next;
@@ -94,7 +94,7 @@ static struct swarm_thread *desc_take_global(uint32_t want, uint32_t *got) {
     list = t;
     n++;
   }
-  pthread_mutex_unlock(&desc_table.lock);
+  spin_unlock(&desc_table.lock);
   *got = n;
   return list;
 }
@@ -105,11 +105,11 @@ static void desc_give_global(struct swarm_thread *list, uint32_t n) {
   struct swarm_thread *last = list;
   while (last->next)
     last = last->next;
-  pthread_mutex_lock(&desc_table.lock);
+  spin_lock(&desc_table.lock);
   last->next = desc_table.free;
   desc_table.free = list;
   desc_table.nfree += n;
-  pthread_mutex_unlock(&desc_table.lock);
+  spin_unlock(&desc_table.lock);
 }
 
 struct swarm_thread *desc_alloc_slow(struct worker *w) {
@@ -152,8 +152,7 @@ void desc_cache_flush(struct worker *w) {
 }
 
 void desc_table_after_fork(void) {
-  static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-  desc_table.lock = fresh;
+  spin_init(&desc_table.lock, LOCK_DESC_TABLE);
 }
 
 /* ---- join / detach ---- */

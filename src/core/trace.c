@@ -47,8 +47,8 @@ static struct {
 } clock_map;
 
 static struct {
-  pthread_mutex_t lock;
-  int fd;       /* -1: no trace open */
+  struct spinlock lock; /* LOCK_TRACE_FILE */
+  int fd;               /* -1: no trace open */
   int spill_fd; /* full buffers, binary, until the trace closes; or -1 */
   bool closed;  /* the trailer is written; drop whatever comes */
   bool atexit_done;
@@ -58,7 +58,8 @@ static struct {
   uint64_t written;      /* events written, for the trailer */
   char *text;            /* TEXT_CAP bytes, used under lock */
   size_t len;
-} trace_file = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .spill_fd = -1};
+} trace_file = {
+    .lock = SPINLOCK_INIT(LOCK_TRACE_FILE), .fd = -1, .spill_fd = -1};
 
 /* A full buffer in the spill file: this header, then n records. */
 struct spill_chunk {
@@ -371,7 +372,7 @@ static void write_records(int worker, const struct trace_rec *recs,
  * slice it is recording — for milliseconds. The JSON is made when the trace
  * closes. Without a spill file it is formatted now. */
 void trace_flush_full(struct trace_buf *b) {
-  pthread_mutex_lock(&trace_file.lock);
+  spin_lock(&trace_file.lock);
   if (!trace_file.closed && trace_file.fd >= 0) {
     if (trace_file.spill_fd >= 0) {
       struct spill_chunk h = {b->worker, b->count};
@@ -384,7 +385,7 @@ void trace_flush_full(struct trace_buf *b) {
     }
   }
   __atomic_store_n(&b->count, 0, __ATOMIC_RELEASE);
-  pthread_mutex_unlock(&trace_file.lock);
+  spin_unlock(&trace_file.lock);
 }
 
 static bool read_all(int fd, void *buf, size_t len) {
@@ -490,9 +491,9 @@ static void stop(bool all_stopped) {
   struct worker *self = worker_current();
   if (self && self->trace)
     trace_switch(self->trace, NULL);
-  pthread_mutex_lock(&trace_file.lock);
+  spin_lock(&trace_file.lock);
   if (trace_file.fd < 0) {
-    pthread_mutex_unlock(&trace_file.lock);
+    spin_unlock(&trace_file.lock);
     return;
   }
   spill_drain();
@@ -518,7 +519,7 @@ static void stop(bool all_stopped) {
     free(trace_file.text);
     trace_file.text = NULL;
   }
-  pthread_mutex_unlock(&trace_file.lock);
+  spin_unlock(&trace_file.lock);
 }
 
 void trace_stop(void) {
@@ -566,14 +567,14 @@ bool trace_start(const struct trace_steps *plain,
   if (!path || !*path)
     return false;
   uint32_t cap = buffer_records();
-  pthread_mutex_lock(&trace_file.lock);
+  spin_lock(&trace_file.lock);
   if (trace_file.fd >= 0) /* a trace left open by a previous run's exit */
     close_locked();
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     fprintf(stderr, "swarm: SWARM_TRACE='%s': %s; tracing is off\n", path,
             strerror(errno));
-    pthread_mutex_unlock(&trace_file.lock);
+    spin_unlock(&trace_file.lock);
     return false;
   }
   free(trace_file.text);
@@ -605,7 +606,7 @@ bool trace_start(const struct trace_steps *plain,
       }
     }
     close(fd);
-    pthread_mutex_unlock(&trace_file.lock);
+    spin_unlock(&trace_file.lock);
     return false;
   }
   trace_file.fd = fd;
@@ -641,7 +642,7 @@ bool trace_start(const struct trace_steps *plain,
     trace_file.atexit_done = true;
     atexit(trace_at_exit);
   }
-  pthread_mutex_unlock(&trace_file.lock);
+  spin_unlock(&trace_file.lock);
   set_steps(traced);
   struct worker *w0 = &swarm_rt.workers[0];
   if (w0->current) /* the main thread runs already */

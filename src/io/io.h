@@ -59,7 +59,7 @@ enum io_how {
 struct io_node;
 
 struct io_fd {
-  _Atomic uint32_t lock;
+  struct spinlock lock;   /* LOCK_IO_FD */
   _Atomic uint32_t gen;   /* bumped by close: stale epoll events are dropped */
   _Atomic uint8_t kind;   /* enum io_kind; set under lock, read without */
   _Atomic uint8_t how[2]; /* enum io_how of read/readv, write/writev */

@@ -10,6 +10,7 @@
  * and fall back to mprotect on older kernels.
  */
 #include "os/os.h"
+#include "os/spinlock.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -124,9 +125,9 @@ const char *os_guard_kind(void) {
 
 void *os_map_stacks(size_t size, size_t guard, int count) {
   size_t each = size + guard, total = each * (size_t)count;
-  char *base = mmap(NULL, total, PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
-                    -1, 0);
+  char *base =
+      mmap(NULL, total, PROT_READ | PROT_WRITE,
+           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
   if (base == MAP_FAILED)
     return NULL;
   for (int i = 0; i < count; i++) {
@@ -140,9 +141,13 @@ void *os_map_stacks(size_t size, size_t guard, int count) {
   return base;
 }
 
-void os_unmap(void *addr, size_t len) { munmap(addr, len); }
+void os_unmap(void *addr, size_t len) {
+  munmap(addr, len);
+}
 
-void os_discard(void *addr, size_t len) { madvise(addr, len, MADV_DONTNEED); }
+void os_discard(void *addr, size_t len) {
+  madvise(addr, len, MADV_DONTNEED);
+}
 
 int os_thread_start(pthread_t *kt, void *(*fn)(void *), void *arg) {
   /* Block all signals in the new kernel thread while it starts, so that
@@ -306,3 +311,65 @@ size_t os_format_hex(char *buf, uint64_t v) {
     buf[2 + i] = tmp[n - 1 - i];
   return n + 2;
 }
+
+/* ---- the spinlock's slow path and the lock-order check (spinlock.h) ---- */
+
+void spin_lock_contended(struct spinlock *l) {
+  unsigned spins = 0;
+  do {
+    while (atomic_load_explicit(&l->held, memory_order_relaxed)) {
+      if (++spins < SPIN_RELAX_ROUNDS)
+        os_cpu_relax();
+      else /* the holder was preempted, or holds it long: let it run */
+        syscall(SYS_sched_yield);
+    }
+  } while (atomic_exchange_explicit(&l->held, 1, memory_order_acquire));
+}
+
+#if defined(SWARM_LOCK_ORDER_CHECK)
+static const char *const lock_names[LOCK_RANKS] = {
+    [LOCK_UNRANKED] = "unranked",
+    [LOCK_LIFECYCLE] = "lifecycle",
+    [LOCK_SYNC_RECORD] = "sync thread record",
+    [LOCK_SYNC_COND] = "sync condition variable",
+    [LOCK_SYNC_OBJECT] = "sync object",
+    [LOCK_IO_FD] = "io descriptor",
+    [LOCK_IO_EPOLL] = "io epoll creation",
+    [LOCK_OFFLOAD] = "io offload pool",
+    [LOCK_TIMERS] = "timer heap",
+    [LOCK_READY_QUEUE] = "ready queue",
+    [LOCK_DESC_TABLE] = "descriptor table",
+    [LOCK_STACK_POOL] = "stack pool",
+    [LOCK_TRACE_FILE] = "trace file",
+};
+
+/* Bit r set: this kernel thread holds a lock of rank r. */
+static __thread uint32_t ranks_held;
+
+static _Noreturn void lock_order_violated(unsigned taking, uint32_t held) {
+  unsigned worst = 31 - (unsigned)__builtin_clz(held);
+  static const char a[] = "swarm: lock order violated: taking the ";
+  static const char b[] = " lock while holding the ";
+  static const char c[] = " lock (os/spinlock.h: enum lock_rank)\n";
+  os_write_stderr(a, sizeof a - 1);
+  os_write_stderr(lock_names[taking], strlen(lock_names[taking]));
+  os_write_stderr(b, sizeof b - 1);
+  os_write_stderr(lock_names[worst], strlen(lock_names[worst]));
+  os_write_stderr(c, sizeof c - 1);
+  abort();
+}
+
+__attribute__((noinline, noipa)) void lock_order_acquire(unsigned rank) {
+  if (rank == LOCK_UNRANKED)
+    return;
+  uint32_t later_or_same = ~(((uint32_t)1 << rank) - 1);
+  if (ranks_held & later_or_same)
+    lock_order_violated(rank, ranks_held & later_or_same);
+  ranks_held |= (uint32_t)1 << rank;
+}
+
+__attribute__((noinline, noipa)) void lock_order_release(unsigned rank) {
+  if (rank != LOCK_UNRANKED)
+    ranks_held &= ~((uint32_t)1 << rank);
+}
+#endif

@@ -26,10 +26,13 @@
  *      started it waits for `timer_done` before its stack (and the waiter)
  *      goes away.
  *
- * Lock order: an object's spinlock may be taken while holding another
- * object's only as cond -> mutex (cond wait releases the mutex while it
- * holds the cond's lock); a thread record's lock may be held while taking an
- * object's lock (interruption), never the other way round.
+ * Locks are os/spinlock.h's, in three ranks of the runtime's lock order:
+ * a thread record's lock (LOCK_SYNC_RECORD) may be held while taking an
+ * object's (interruption), never the other way round; a condition
+ * variable's (LOCK_SYNC_COND) while taking its mutex's (a cond wait releases
+ * the mutex while it holds the cond's lock); every other object's lock
+ * (LOCK_SYNC_OBJECT) is taken alone among sync's, before core's timer heap
+ * and ready queues.
  *
  * Nothing ever parks while holding a spinlock other than through step 2, and
  * a worker never switches threads inside a critical section, so a spinlock
@@ -47,23 +50,16 @@
 
 #include "core/core.h"
 
-/* ---- spinlock (a uint32_t inside each public object) ---- */
+/* ---- the object's lock (a uint32_t inside each public object) ---- */
 
-static inline _Atomic uint32_t *sync_lockword(uint32_t *w) {
-  return (_Atomic uint32_t *)w;
-}
-
-void sync_spin_contended(_Atomic uint32_t *l);
-
+/* Rank LOCK_SYNC_OBJECT; a condition variable's lock word is taken with
+ * rank LOCK_SYNC_COND (cond.c). */
 static inline void sync_spin_lock(uint32_t *word) {
-  _Atomic uint32_t *l = sync_lockword(word);
-  if (likely(!atomic_exchange_explicit(l, 1, memory_order_acquire)))
-    return;
-  sync_spin_contended(l);
+  spin_lock_as(spinlock_of_word(word), LOCK_SYNC_OBJECT);
 }
 
 static inline void sync_spin_unlock(uint32_t *word) {
-  atomic_store_explicit(sync_lockword(word), 0, memory_order_release);
+  spin_unlock_as(spinlock_of_word(word), LOCK_SYNC_OBJECT);
 }
 
 /* ---- waiters ---- */
@@ -90,7 +86,7 @@ typedef struct sync_waiter *(*sync_removed_fn)(struct sync_waiter *w);
 struct sync_waiter {
   struct sync_waiter *next, *prev;
   struct swarm_thread *thread;
-  uint32_t *lock;           /* the object's spinlock */
+  uint32_t *lock;           /* the object's lock word */
   struct sync_queue *queue; /* the object's queue */
   sync_removed_fn removed;  /* may be NULL */
   void *object;             /* the primitive, for `removed` */
@@ -100,10 +96,19 @@ struct sync_waiter {
   int queued;
   bool interruptible;
   bool timer_armed;
-  uint8_t reason; /* enum swarm_park_reason, for the trace; 0: other */
+  uint8_t reason;    /* enum swarm_park_reason, for the trace; 0: other */
+  uint8_t lock_rank; /* of *lock: LOCK_SYNC_OBJECT unless set after init */
   _Atomic int timer_done;
   struct swarm_timer timer;
 };
+
+/* The lock of w's object, in w's rank. */
+static inline void sync_waiter_lock(struct sync_waiter *w) {
+  spin_lock_as(spinlock_of_word(w->lock), (enum lock_rank)w->lock_rank);
+}
+static inline void sync_waiter_unlock(struct sync_waiter *w) {
+  spin_unlock_as(spinlock_of_word(w->lock), (enum lock_rank)w->lock_rank);
+}
 
 /* Prepares w for the calling thread (self). */
 void sync_waiter_init(struct sync_waiter *w, struct swarm_thread *self,
@@ -169,7 +174,7 @@ struct sync_key_value {
 };
 
 struct sync_thread {
-  uint32_t lock;               /* guards `blocked` and the hook */
+  struct spinlock lock;        /* LOCK_SYNC_RECORD: `blocked`, the hook */
   _Atomic int interrupt;       /* an interruption is pending */
   struct sync_waiter *blocked; /* the interruptible wait in progress */
   /* or another layer's (the I/O layer's): see sync_interruptible_begin */

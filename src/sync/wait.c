@@ -29,22 +29,6 @@ void sync_set_alias(struct swarm_thread *from, struct swarm_thread *to) {
   sync_alias_to = to;
 }
 
-void sync_spin_contended(_Atomic uint32_t *l) {
-  unsigned spins = 0;
-  for (;;) {
-    while (atomic_load_explicit(l, memory_order_relaxed)) {
-      /* The holder runs on another kernel thread (nobody switches inside a
-       * critical section); if the kernel preempted it, let it run. */
-      if (++spins < 256)
-        os_cpu_relax();
-      else
-        sched_yield();
-    }
-    if (!atomic_exchange_explicit(l, 1, memory_order_acquire))
-      return;
-  }
-}
-
 /* ---- queues ---- */
 
 void sync_waiter_init(struct sync_waiter *w, struct swarm_thread *self,
@@ -53,6 +37,7 @@ void sync_waiter_init(struct sync_waiter *w, struct swarm_thread *self,
   memset(w, 0, sizeof *w);
   w->thread = self;
   w->lock = lock;
+  w->lock_rank = LOCK_SYNC_OBJECT;
   w->queue = q;
   w->object = object;
   w->removed = removed;
@@ -115,10 +100,10 @@ static struct sync_waiter *take_out(struct sync_waiter *w, int result) {
 static void waiter_timeout(struct swarm_timer *t) {
   struct sync_waiter *w = t->arg;
   struct sync_waiter *list = NULL;
-  sync_spin_lock(w->lock);
+  sync_waiter_lock(w);
   if (w->queued)
     list = take_out(w, ETIMEDOUT);
-  sync_spin_unlock(w->lock);
+  sync_waiter_unlock(w);
   /* From here the waiter may return and its stack go away: if we did not
    * take it out, someone else did and may have readied it already. */
   atomic_store_explicit(&w->timer_done, 1, memory_order_release);
@@ -133,20 +118,20 @@ static bool commit_wait(struct swarm_thread *self, void *arg) {
      * which we hold until the end of this commit. */
     if (swarm_timer_start(&w->timer, w->deadline_ns, waiter_timeout, w) != 0) {
       struct sync_waiter *list = take_out(w, ENOMEM);
-      sync_spin_unlock(w->lock);
+      sync_waiter_unlock(w);
       sync_ready_list(list->next); /* not w: the park is abandoned */
       return false;
     }
     w->timer_armed = true;
   }
-  sync_spin_unlock(w->lock);
+  sync_waiter_unlock(w);
   return true;
 }
 
 static void wait_external_timed(struct sync_waiter *w) {
   struct swarm_thread *self = w->thread;
   atomic_store_explicit(&self->wake_word, 0, memory_order_relaxed);
-  sync_spin_unlock(w->lock);
+  sync_waiter_unlock(w);
   bool timed = true;
   while (atomic_load_explicit(&self->wake_word, memory_order_acquire) == 0) {
     if (!timed) {
@@ -156,10 +141,10 @@ static void wait_external_timed(struct sync_waiter *w) {
     uint64_t now = sync_now_ns();
     if (now >= w->deadline_ns) {
       struct sync_waiter *list = NULL;
-      sync_spin_lock(w->lock);
+      sync_waiter_lock(w);
       if (w->queued)
         list = take_out(w, ETIMEDOUT);
-      sync_spin_unlock(w->lock);
+      sync_waiter_unlock(w);
       if (list) {
         sync_ready_list(list->next);
         return; /* nobody else will touch w or wake us */
@@ -180,7 +165,7 @@ int sync_wait_park(struct sync_waiter *w) {
      * out) or we see its flag now. */
     if (rec && atomic_load_explicit(&rec->interrupt, memory_order_seq_cst)) {
       struct sync_waiter *list = take_out(w, ECANCELED);
-      sync_spin_unlock(w->lock);
+      sync_waiter_unlock(w);
       sync_ready_list(list->next);
       return ECANCELED;
     }
@@ -248,6 +233,7 @@ struct sync_thread *sync_thread_of(struct swarm_thread *t, bool create) {
   struct sync_thread *fresh = calloc(1, sizeof *fresh);
   if (!fresh)
     return NULL;
+  spin_init(&fresh->lock, LOCK_SYNC_RECORD);
   void *expected = NULL;
   /* The owner and an interrupter may both create it: one wins. */
   if (__atomic_compare_exchange_n(slot, &expected, fresh, false,
@@ -264,19 +250,19 @@ int sync_interrupt(struct swarm_thread *t) {
   atomic_store_explicit(&rec->interrupt, 1, memory_order_seq_cst);
   struct sync_waiter *list = NULL;
   struct swarm_thread *woken = NULL;
-  sync_spin_lock(&rec->lock);
+  spin_lock(&rec->lock);
   struct sync_waiter *w = rec->blocked;
   if (w) {
     /* rec->lock keeps w alive: the waiter clears `blocked` under it before
      * its stack frame goes away. */
-    sync_spin_lock(w->lock);
+    sync_waiter_lock(w);
     if (w->queued)
       list = take_out(w, ECANCELED);
-    sync_spin_unlock(w->lock);
+    sync_waiter_unlock(w);
   } else if (rec->blocked_hook) {
     woken = rec->blocked_hook(rec->blocked_hook_arg); /* alive alike */
   }
-  sync_spin_unlock(&rec->lock);
+  spin_unlock(&rec->lock);
   sync_ready_list(list);
   if (woken)
     swarm_ready(woken);
@@ -288,10 +274,10 @@ bool sync_interruptible_begin(struct swarm_thread *self,
   struct sync_thread *rec = sync_thread_of(self, true);
   if (!rec)
     return true;
-  sync_spin_lock(&rec->lock);
+  spin_lock(&rec->lock);
   rec->blocked_hook = hook;
   rec->blocked_hook_arg = arg;
-  sync_spin_unlock(&rec->lock);
+  spin_unlock(&rec->lock);
   /* sync_interrupt stores the flag, then looks for a hook under the lock:
    * it finds ours, or we see its flag now (both seq_cst). */
   if (atomic_load_explicit(&rec->interrupt, memory_order_seq_cst)) {
@@ -305,10 +291,10 @@ void sync_interruptible_end(struct swarm_thread *self) {
   struct sync_thread *rec = sync_thread_of(self, false);
   if (!rec)
     return;
-  sync_spin_lock(&rec->lock);
+  spin_lock(&rec->lock);
   rec->blocked_hook = NULL;
   rec->blocked_hook_arg = NULL;
-  sync_spin_unlock(&rec->lock);
+  spin_unlock(&rec->lock);
 }
 
 void sync_interrupt_clear(struct swarm_thread *t) {
@@ -333,9 +319,9 @@ bool sync_wait_begin(struct sync_waiter *w) {
     w->interruptible = false;
     return false;
   }
-  sync_spin_lock(&rec->lock);
+  spin_lock(&rec->lock);
   rec->blocked = w;
-  sync_spin_unlock(&rec->lock);
+  spin_unlock(&rec->lock);
   return true;
 }
 
@@ -343,9 +329,9 @@ void sync_wait_end(struct sync_waiter *w) {
   if (!w->interruptible)
     return;
   struct sync_thread *rec = sync_thread_of(w->thread, false);
-  sync_spin_lock(&rec->lock);
+  spin_lock(&rec->lock);
   rec->blocked = NULL;
-  sync_spin_unlock(&rec->lock);
+  spin_unlock(&rec->lock);
 }
 
 /* ---- one-shot events ---- */
