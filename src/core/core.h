@@ -201,7 +201,7 @@ struct worker {
   struct timer_heap timers __attribute__((aligned(64)));
   _Atomic uint32_t sleep_word __attribute__((aligned(64)));
   _Atomic uint32_t sleeping;
-  pthread_t kthread;
+  pthread_t kthread; /* workers 1.. and spares: joined by swarm_finalize */
   void *altstack;
   struct stack_ref sched_stack; /* worker 0 only: the scheduler's stack */
   /* ---- monitor.c: spare workers and stall detection (issue 4) ---- */
@@ -232,9 +232,8 @@ struct runtime {
   int stats_fd; /* SWARM_STATS: a duplicate of stderr taken at start-up */
   int cpus[SWARM_MAX_WORKERS];
   int ncpus;
-  _Atomic int idle_workers;         /* workers asleep in worker_sleep */
-  struct swarm_thread *main_thread; /* the flow that called init */
-  pthread_t init_kthread;
+  _Atomic int idle_workers;          /* workers asleep in worker_sleep */
+  struct swarm_thread *main_thread;  /* the flow that called init */
   _Atomic uint64_t external_spawned; /* spawns from non-workers */
   _Atomic(struct swarm_thread *) finalize_waiter;
   _Atomic bool main_exited;

@@ -82,13 +82,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "arch/context.h"
 #include "core/core.h"
 #include "core/trace.h"
 #include "os/os.h"
+#include "os/sys.h"
 
 #ifdef SWARM_ASAN
 #include <sanitizer/common_interface_defs.h>
@@ -850,7 +850,7 @@ static bool commit_requeue(struct swarm_thread *self, void *arg) {
 void swarm_yield(void) {
   struct worker *w = worker_current();
   if (!w) {
-    sched_yield();
+    os_yield();
     return;
   }
   timers_poll(w);
@@ -871,7 +871,7 @@ static inline void thread_wait_saved(struct swarm_thread *t) {
     if (spins < 1024)
       os_cpu_relax();
     else /* the owner was preempted inside that window: let it run */
-      sched_yield();
+      os_yield();
   }
 }
 
@@ -1040,7 +1040,7 @@ static void sched_entry(void *transfer) {
 void *worker_main(void *arg) { /* also the spares' (monitor.c) */
   struct worker *w = arg;
   swarm_tls_worker = w;
-  w->tid = (int)syscall(SYS_gettid); /* the monitor reads its state */
+  w->tid = os_thread_id(); /* the monitor reads its state */
   if (swarm_rt.bind)
     os_bind_self(swarm_rt.cpus[w->id % swarm_rt.ncpus]);
   w->altstack = os_altstack_install();
@@ -1141,7 +1141,7 @@ int swarm_init(const swarm_config_t *config) {
   swarm_rt.print_stats = stats;
   /* Programs may close stderr before exit (xz does): keep our own copy so
    * the counters printed at exit still reach the terminal. */
-  swarm_rt.stats_fd = stats ? fcntl(2, F_DUPFD_CLOEXEC, 3) : -1;
+  swarm_rt.stats_fd = stats ? (int)sys_fcntl(2, F_DUPFD_CLOEXEC, 3) : -1;
   swarm_rt.guard_size = os_page_size();
   swarm_rt.ncpus = os_cpus_allowed(swarm_rt.cpus, SWARM_MAX_WORKERS);
   if (swarm_rt.ncpus > SWARM_MAX_WORKERS)
@@ -1202,9 +1202,7 @@ int swarm_init(const swarm_config_t *config) {
   main_t->stack.lo = lo;
   main_t->stack.size = size;
   swarm_rt.main_thread = main_t;
-  swarm_rt.init_kthread = pthread_self();
-  w0->kthread = pthread_self();
-  w0->tid = (int)syscall(SYS_gettid); /* the monitor reads its state */
+  w0->tid = os_thread_id(); /* the monitor reads its state */
   w0->current = main_t;
   /* Plain steps: NULL where the work is done before the switch (spawn_here,
    * exit_switch), which needs SWARM_ARCH_PUBLISH_LAST for the spawn and a
@@ -1242,7 +1240,7 @@ int swarm_init(const swarm_config_t *config) {
       atomic_store(&swarm_rt.state, RT_STOPPING);
       for (int j = 1; j < i; j++) {
         worker_wake_if_sleeping(&swarm_rt.workers[j]);
-        pthread_join(swarm_rt.workers[j].kthread, NULL);
+        os_thread_join(swarm_rt.workers[j].kthread);
       }
       trace_stop();
       swarm_tls_worker = NULL;
@@ -1282,7 +1280,7 @@ int runtime_ensure_started(void) {
   int s;
   while ((s = atomic_load_explicit(&swarm_rt.state, memory_order_acquire)) ==
          RT_STARTING)
-    sched_yield();
+    os_yield();
   return s == RT_RUNNING ? 0 : EAGAIN;
 }
 
@@ -1328,7 +1326,7 @@ int swarm_finalize(void) {
   if (swarm_rt.print_stats) { /* SWARM_STATS: this run's counters, now */
     swarm_stats_print();
     if (swarm_rt.stats_fd >= 0)
-      close(swarm_rt.stats_fd);
+      sys_close(swarm_rt.stats_fd);
     swarm_rt.stats_fd = -1;
   }
   spin_lock(&swarm_rt.lifecycle_lock);
@@ -1340,7 +1338,7 @@ int swarm_finalize(void) {
     os_futex_wake(&v->sleep_word, 1);
   }
   for (int i = 1; i < swarm_rt.nworkers; i++)
-    pthread_join(swarm_rt.workers[i].kthread, NULL);
+    os_thread_join(swarm_rt.workers[i].kthread);
   monitor_stop(); /* and the spares it started */
   trace_stop();
   tls_worker_clear();

@@ -30,6 +30,7 @@
 #include "core/core.h"
 #include "core/trace.h"
 #include "os/os.h"
+#include "os/sys.h"
 
 #define TRACE_DEFAULT_RECORDS 65536u /* 2 MiB per worker */
 #define TRACE_MIN_RECORDS 16u
@@ -82,8 +83,8 @@ static bool clocksource_is_tsc(void) {
                 O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return false;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
+  long n = sys_read(fd, buf, sizeof buf - 1);
+  sys_close(fd);
   return n >= 3 && !strncmp(buf, "tsc", 3) && (buf[3] == '\n' || !buf[3]);
 #else
   return false;
@@ -142,8 +143,8 @@ static inline uint64_t ticks_to_ns_dur(uint64_t start, uint64_t ticks) {
 static bool write_all(int fd, const void *buf, size_t len) {
   const char *p = buf;
   while (len > 0) {
-    ssize_t n = write(fd, p, len);
-    if (n < 0 && errno == EINTR)
+    long n = sys_write(fd, p, len);
+    if (n == -EINTR)
       continue;
     if (n <= 0) {
       static const char msg[] = "swarm: SWARM_TRACE: write failed; the "
@@ -391,8 +392,8 @@ void trace_flush_full(struct trace_buf *b) {
 static bool read_all(int fd, void *buf, size_t len) {
   char *p = buf;
   while (len > 0) {
-    ssize_t n = read(fd, p, len);
-    if (n < 0 && errno == EINTR)
+    long n = sys_read(fd, p, len);
+    if (n == -EINTR)
       continue;
     if (n <= 0)
       return false;
@@ -426,7 +427,7 @@ static void spill_drain(void) {
     }
   }
   free(recs);
-  close(fd);
+  sys_close(fd);
 }
 
 /* An unlinked file next to the trace (same file system, and gone with the
@@ -480,7 +481,7 @@ static void close_locked(void) {
     text_flush();
   }
   trace_file.closed = true;
-  close(trace_file.fd);
+  sys_close(trace_file.fd);
   trace_file.fd = -1;
 }
 
@@ -605,7 +606,7 @@ bool trace_start(const struct trace_steps *plain,
         free(b);
       }
     }
-    close(fd);
+    sys_close(fd);
     spin_unlock(&trace_file.lock);
     return false;
   }

@@ -145,9 +145,8 @@ static long try_nowait(struct io_node *n, size_t *total) {
   for (int i = 0; i < cnt; i++)
     want += iov[i].iov_len;
   *total = want;
-  long r = io_ret(syscall(reading ? SYS_preadv2 : SYS_pwritev2, n->fd, iov, cnt,
-                          offset, 0L, RWF_NOWAIT));
-  return r;
+  return reading ? sys_preadv2(n->fd, iov, cnt, offset, RWF_NOWAIT)
+                 : sys_pwritev2(n->fd, iov, cnt, offset, RWF_NOWAIT);
 }
 
 long io_offload(struct io_node *n) {

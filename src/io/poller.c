@@ -370,9 +370,8 @@ static int worker_epoll(int idx) {
   spin_lock(&io.create_lock);
   ep = atomic_load(&iw->epfd);
   if (!ep) {
-    int epfd = (int)io_ret(syscall(SYS_epoll_create1, EPOLL_CLOEXEC));
-    int evfd =
-        (int)io_ret(syscall(SYS_eventfd2, 0, EFD_CLOEXEC | EFD_NONBLOCK));
+    int epfd = (int)sys_epoll_create1(EPOLL_CLOEXEC);
+    int evfd = (int)sys_eventfd2(0, EFD_CLOEXEC | EFD_NONBLOCK);
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = WAKE_TOKEN};
     if (epfd >= 0 && evfd >= 0 &&
         sys_epoll_ctl(epfd, EPOLL_CTL_ADD, evfd, &ev) == 0) {

@@ -11,8 +11,10 @@
  */
 #include "os/os.h"
 #include "os/spinlock.h"
+#include "os/sys.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
@@ -72,7 +74,7 @@ int os_bind_self(int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  return (int)-sys_sched_setaffinity_self(sizeof set, &set);
 }
 
 size_t os_page_size(void) {
@@ -97,11 +99,10 @@ static bool guard_markers_work(void) {
   bool ok = false;
   if (madvise(p, pg, MADV_GUARD_INSTALL) == 0) {
     int fds[2];
-    if (pipe(fds) == 0) {
-      ssize_t r = write(fds[1], p, 1);
-      ok = r < 0 && errno == EFAULT;
-      close(fds[0]);
-      close(fds[1]);
+    if (sys_pipe2(fds, O_CLOEXEC) == 0) {
+      ok = sys_write(fds[1], p, 1) == -EFAULT;
+      sys_close(fds[0]);
+      sys_close(fds[1]);
     }
   }
   munmap(p, 2 * pg);
@@ -150,14 +151,25 @@ void os_discard(void *addr, size_t len) {
 }
 
 int os_thread_start(pthread_t *kt, void *(*fn)(void *), void *arg) {
-  /* Block all signals in the new kernel thread while it starts, so that
-   * process-directed signals keep going to the program's own threads. */
+  /* The new kernel thread inherits the mask in force while it is made. */
   sigset_t all, old;
   sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int r = pthread_create(kt, NULL, fn, arg);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  sys_sigmask(SIG_SETMASK, &all, &old);
+  int r = libc_pthread_create(kt, NULL, fn, arg);
+  sys_sigmask(SIG_SETMASK, &old, NULL);
   return r;
+}
+
+void os_thread_join(pthread_t kt) {
+  libc_pthread_join(kt, NULL);
+}
+
+int os_thread_id(void) {
+  return (int)sys_gettid();
+}
+
+void os_yield(void) {
+  sys_sched_yield();
 }
 
 #define ALTSTACK_SIZE (64 * 1024)
@@ -190,7 +202,7 @@ void os_thread_stack_bounds(void **lo, size_t *size) {
   pthread_attr_t a;
   *lo = NULL;
   *size = 0;
-  if (pthread_getattr_np(pthread_self(), &a) == 0) {
+  if (libc_pthread_getattr_np(libc_pthread_self(), &a) == 0) {
     pthread_attr_getstack(&a, lo, size);
     pthread_attr_destroy(&a);
   }
@@ -223,7 +235,7 @@ __attribute__((noinline, noipa)) int *os_errno_location_slow(void) {
 
 static _Atomic(os_guard_describe_fn) guard_describe;
 static struct sigaction previous_segv, previous_bus;
-static pthread_once_t handler_once = PTHREAD_ONCE_INIT;
+static _Atomic int handler_state; /* 0 none, 1 being installed, 2 done */
 
 static void chain_previous(int sig, siginfo_t *info, void *uctx) {
   struct sigaction *prev = sig == SIGSEGV ? &previous_segv : &previous_bus;
@@ -269,14 +281,20 @@ static void install_once(void) {
 
 void os_overflow_handler_install(os_guard_describe_fn fn) {
   atomic_store(&guard_describe, fn);
-  pthread_once(&handler_once, install_once);
+  int none = 0;
+  if (atomic_compare_exchange_strong(&handler_state, &none, 1)) {
+    install_once();
+    atomic_store(&handler_state, 2);
+  }
+  while (atomic_load(&handler_state) != 2) /* a racing first install */
+    os_yield();
 }
 
 void os_write_stderr(const char *s, size_t len) {
   while (len > 0) {
-    ssize_t w = write(2, s, len);
+    long w = sys_write(2, s, len);
     if (w < 0) {
-      if (errno == EINTR)
+      if (w == -EINTR)
         continue;
       return;
     }
@@ -321,7 +339,7 @@ void spin_lock_contended(struct spinlock *l) {
       if (++spins < SPIN_RELAX_ROUNDS)
         os_cpu_relax();
       else /* the holder was preempted, or holds it long: let it run */
-        syscall(SYS_sched_yield);
+        sys_sched_yield();
     }
   } while (atomic_exchange_explicit(&l->held, 1, memory_order_acquire));
 }

@@ -131,7 +131,7 @@ struct dropin_thread *dropin_self(void) {
   atomic_store(&r->desc, t);
   r->external = worker_current() == NULL;
   if (r->external)
-    r->kthread = swarm_sys_pthread_self();
+    r->kthread = libc_pthread_self();
   __atomic_store_n(&t->slots[SLOT_PTHREAD], r, __ATOMIC_RELEASE);
   return r;
 }
@@ -171,7 +171,7 @@ _Noreturn static void finish(struct dropin_thread *r, void *value) {
   r->exiting = true;
   sync_thread_exit(self);
   if (r->external)
-    swarm_sys_pthread_exit(value); /* an NPTL thread: NPTL ends it */
+    libc_pthread_exit(value); /* an NPTL thread: NPTL ends it */
   r->result = value;
   struct sync_waiter *list = NULL, *last = NULL, *w;
   sync_spin_lock(&r->done.lock);
@@ -485,9 +485,9 @@ DROPIN_API int pthread_getattr_np(pthread_t t, pthread_attr_t *attr) {
   if (!r->created) {
     /* main or an NPTL kernel thread: its own kernel stack. */
     if (r->external)
-      return swarm_sys_pthread_getattr_np(r->kthread, attr);
+      return libc_pthread_getattr_np(r->kthread, attr);
     if (r == dropin_self())
-      return swarm_sys_pthread_getattr_np(swarm_sys_pthread_self(), attr);
+      return libc_pthread_getattr_np(libc_pthread_self(), attr);
   }
   int e = pthread_attr_init(attr);
   if (e)
@@ -585,7 +585,7 @@ DROPIN_API int pthread_getcpuclockid(pthread_t t, clockid_t *clock) {
 /* The signal mask belongs to the kernel thread, i.e. the worker running
  * the caller (docs/dropin.md). */
 DROPIN_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
-  return swarm_sys_pthread_sigmask(how, set, old);
+  return libc_pthread_sigmask(how, set, old);
 }
 
 DROPIN_API int pthread_kill(pthread_t t, int sig) {
@@ -599,9 +599,9 @@ DROPIN_API int pthread_kill(pthread_t t, int sig) {
   if (sig == 0)
     return 0;
   if (r->external)
-    return swarm_sys_pthread_kill(r->kthread, sig);
+    return libc_pthread_kill(r->kthread, sig);
   if (r == dropin_self()) /* delivered here before we return */
-    return swarm_sys_pthread_kill(swarm_sys_pthread_self(), sig);
+    return libc_pthread_kill(libc_pthread_self(), sig);
   return ENOTSUP; /* no kernel thread belongs to another swarm thread */
 }
 
@@ -612,7 +612,8 @@ DROPIN_API int sched_yield(void) {
     swarm_yield();
     return 0;
   }
-  return swarm_sys_sched_yield();
+  os_yield();
+  return 0;
 }
 
 /* glibc >= 2.34's header redirects pthread_yield to sched_yield (the change
@@ -648,14 +649,14 @@ static void fork_child_reset(struct swarm_thread *before) {
     r->handle = 0;
     r->external = worker_current() == NULL;
     if (r->external)
-      r->kthread = swarm_sys_pthread_self();
+      r->kthread = libc_pthread_self();
   }
 }
 
 DROPIN_API pid_t fork(void) {
   bool running = swarm_is_running();
   struct swarm_thread *before = running ? sync_self() : NULL;
-  pid_t pid = swarm_sys_fork();
+  pid_t pid = libc_fork();
   if (pid == 0 && running)
     fork_child_reset(before);
   return pid;

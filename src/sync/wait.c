@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "os/sys.h"
 #include "sync/sync.h"
 
 struct swarm_thread *sync_alias_from, *sync_alias_to;
@@ -403,12 +404,10 @@ int sync_sleep_until(uint64_t deadline_ns, bool interruptible) {
     return 0; /* the sleep ran its course */
   if (r == ENOMEM) {
     /* No timer memory: sleep without parking rather than not at all. */
-    uint64_t now;
-    while ((now = sync_now_ns()) < deadline_ns) {
-      struct timespec ts = {(time_t)((deadline_ns - now) / 1000000000u),
-                            (long)((deadline_ns - now) % 1000000000u)};
-      nanosleep(&ts, NULL);
-    }
+    struct timespec until = {(time_t)(deadline_ns / 1000000000u),
+                             (long)(deadline_ns % 1000000000u)};
+    while (sync_now_ns() < deadline_ns) /* CLOCK_MONOTONIC, as sync_now_ns */
+      sys_sleep_until(CLOCK_MONOTONIC, &until);
     return 0;
   }
   return r;
