@@ -42,6 +42,11 @@
 #include "os/spinlock.h"
 #include "swarm.h"
 
+/* Everything declared below is internal to the library: hidden, so that
+ * code in one file reaches data defined in another (swarm_rt) directly,
+ * not through the GOT, which would cost a register on the hot paths. */
+#pragma GCC visibility push(hidden)
+
 #define SWARM_MAX_WORKERS 1024
 #define SWARM_DEFAULT_STACK ((size_t)128 * 1024)
 #define SWARM_MAX_STACK ((size_t)1 << 30)
@@ -375,7 +380,9 @@ void monitor_after_fork(void); /* forget the parent's monitor and spares */
 void spare_retire(struct worker *w); /* a spare with nothing to do */
 int monitor_spare_count(int nworkers);
 void *worker_main(void *arg); /* sched.c: a worker's kernel thread */
-bool worker_wake_sleeping(struct worker *w); /* sched.c: wake if asleep */
+/* sched.c: wakes w if it sleeps; true if it did. Callers that just
+ * published work issue a seq_cst fence first (sched.c's file comment). */
+bool worker_wake_sleeping(struct worker *w);
 
 /* ---- internal services used across core files ---- */
 int runtime_ensure_started(void);
@@ -557,7 +564,9 @@ int config_resolve(const swarm_config_t *in, int *workers, size_t *stack,
                    bool *bind, bool *stats);
 int config_parse_size(const char *s, size_t *out);
 
-/* sched.c: guard-page recognition for the overflow handler */
-size_t sched_describe_fault(void *addr, char *buf, size_t cap);
+/* fault.c: guard-page recognition for the overflow handler */
+size_t fault_describe(void *addr, char *buf, size_t cap);
+
+#pragma GCC visibility pop
 
 #endif

@@ -1,0 +1,153 @@
+/*
+ * core/park.c — the one way to block and the one way to wake (core.h):
+ * swarm_park, swarm_ready, and yield, which is a park that requeues.
+ *
+ *  - A worker's thread parks by switching to the next local thread (or the
+ *    worker's scheduler context) with the after step after_park, which runs
+ *    the commit on the next stack, once the parked thread is entirely off
+ *    its own: MassiveThreads' switch-then-call, Go's gopark(unlockf). The
+ *    commit publishes the thread in a wait list and releases that list's
+ *    lock; nobody can ready the thread before it is off its stack, and no
+ *    switch through a scheduler context is paid.
+ *  - A kernel thread that is not a worker ("external") gets a descriptor of
+ *    its own on first need (swarm_current_thread), kept in its TLS, so every
+ *    primitive built on park/ready works from it: its park runs the commit
+ *    at once, on its own stack (nothing else can run on it), and sleeps on
+ *    the descriptor's futex word; swarm_ready stores the word and wakes it.
+ *    The word is cleared before the commit publishes the thread, so a ready
+ *    that comes before the sleep is not lost.
+ *  - swarm_ready from a worker pushes onto that worker's deque (make_runnable,
+ *    sched.h); from a kernel thread that is not a worker, onto the ready
+ *    queue of the thread's pinned worker or of the next worker in turn.
+ */
+#include <stdlib.h>
+
+#include "core/core.h"
+#include "core/sched.h"
+#include "core/trace.h"
+#include "os/os.h"
+
+static __thread struct swarm_thread *tls_external;
+
+void external_thread_forget(void) {
+  tls_external = NULL;
+}
+
+struct swarm_thread *swarm_current_thread(void) {
+  struct worker *w = worker_current();
+  if (w)
+    return w->current;
+  if (tls_external)
+    return tls_external;
+  struct swarm_thread *t = desc_alloc(NULL);
+  if (!t)
+    return NULL;
+  t->kind = THREAD_EXTERNAL;
+  t->pinned_worker = -1;
+  t->fn = NULL;
+  t->next = NULL;
+  t->stack.lo = NULL;
+  t->stack.size = 0;
+  atomic_store(&t->wake_word, 0);
+  for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
+    t->slots[i] = NULL;
+  /* Not joinable: it is a kernel thread, joined with pthread_join. */
+  atomic_fetch_or(&t->control, CTL_DETACHED | CTL_SPECIAL);
+  tls_external = t;
+  return t;
+}
+
+static void external_park(swarm_commit_fn commit, void *arg) {
+  struct swarm_thread *self = swarm_current_thread();
+  if (!self) {
+    /* Cannot get a descriptor: wait by polling the commit's outcome is not
+     * possible either; fail loudly rather than corrupt a wait list. */
+    static const char msg[] = "swarm: out of memory for a kernel thread's "
+                              "descriptor while blocking\n";
+    os_write_stderr(msg, sizeof msg - 1);
+    abort();
+  }
+  atomic_store_explicit(&self->wake_word, 0, memory_order_relaxed);
+  if (!commit(self, arg))
+    return;
+  while (atomic_load_explicit(&self->wake_word, memory_order_acquire) == 0)
+    os_futex_wait(&self->wake_word, 0, -1);
+}
+
+void swarm_park(swarm_commit_fn commit, void *arg) {
+  struct worker *w = worker_current();
+  if (!w) {
+    external_park(commit, arg);
+    return;
+  }
+  /* No timers_poll here: callers park holding the lock their commit
+   * releases, and a due timer's callback may need that very lock (a timed
+   * waiter's timeout takes its object's lock) — a self-deadlock, found by
+   * tests/sync/test_sync_mutex_contention. */
+  struct swarm_thread *self = w->current;
+  w->park_commit = commit;
+  w->park_arg = arg;
+  w->handoff = self;
+  w->stats.parks++;
+  self->saved_errno = os_errno_get();
+  switch_to(w, &self->sp, local_next(w), w->after_park);
+  os_errno_set(self->saved_errno);
+}
+
+void swarm_ready(struct swarm_thread *t) {
+  struct worker *w = worker_current();
+  TRACE_READY(w, t);
+  if (w || t->kind == THREAD_EXTERNAL) {
+    make_runnable(w, t);
+    return;
+  }
+  int idx = t->pinned_worker;
+  if (idx < 0)
+    idx = (int)(atomic_fetch_add_explicit(&swarm_rt.external_rr, 1,
+                                          memory_order_relaxed) %
+                (uint32_t)swarm_rt.nworkers);
+  queue_push_and_wake(&swarm_rt.workers[idx], t, NULL);
+}
+
+bool commit_requeue(struct swarm_thread *self, void *arg) {
+  (void)arg;
+  struct worker *w = worker_current(), *target = w;
+  if (self->pinned_worker >= 0)
+    target = &swarm_rt.workers[self->pinned_worker];
+  if (target == w)
+    ready_queue_push(&w->queue, self); /* we run it ourselves: no wake */
+  else
+    queue_push_and_wake(target, self, w);
+  return true;
+}
+
+void swarm_yield(void) {
+  struct worker *w = worker_current();
+  if (!w) {
+    os_yield();
+    return;
+  }
+  timers_poll(w);
+  /* Nothing else runnable here: yielding would only come straight back. */
+  if (deque_size(&w->deque) == 0 && queue_count(&w->queue) == 0)
+    return;
+  swarm_park_why(commit_requeue, NULL, SWARM_PARK_YIELD);
+}
+
+/* ---- the park's after step (arch/context.h) ---- */
+
+void *after_park(void *arg) {
+  struct worker *w = arg;
+  if (!w->park_commit(w->handoff, w->park_arg))
+    make_runnable(w, w->handoff);
+  return w;
+}
+
+void *after_park_traced(void *arg) {
+  struct worker *w = arg; /* the parked thread is not ours after commit */
+  uint64_t now = trace_now();
+  trace_put(w->trace, TR_PARK, now, trace_id(w->handoff), 0,
+            w->handoff->park_reason);
+  trace_switch_at(w->trace, now, w->current);
+  return after_park(arg);
+}
