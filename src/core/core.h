@@ -3,17 +3,18 @@
  * descriptor, the worker, the one runtime struct, and the two calls every
  * blocking operation in swarm is built from:
  *
- *   swarm_park(commit, arg)   block the calling thread. Once it is entirely
- *                             off its stack (on the next thread's stack, or
- *                             the worker's scheduler stack), commit(self, arg)
- *                             runs there; it records `self` in a wait list
- *                             and releases that list's lock. If commit returns
- *                             false the park is abandoned and self is made
- *                             runnable again at once.
- *   swarm_ready(thread)       make a parked thread runnable: onto the caller's
- *                             own deque when the caller is a worker, through a
- *                             worker's ready queue otherwise, waking an
- *                             idle worker if one sleeps.
+ *   swarm_park(commit, arg, why, deadline)
+ *       block the calling thread. Once it is entirely off its stack (on the
+ *       next thread's stack, or the worker's scheduler stack), commit(self,
+ *       arg) runs there; it records `self` in a wait list and releases that
+ *       list's lock. If commit returns false the park is abandoned and self
+ *       is made runnable again at once. `why` labels the park in traces; an
+ *       optional deadline ends the park by taking the thread out of its wait
+ *       list again (struct swarm_deadline).
+ *   swarm_ready(thread)
+ *       make a parked thread runnable: onto the caller's own deque when the
+ *       caller is a worker, through a worker's ready queue otherwise, waking
+ *       an idle worker if one sleeps.
  *
  * Ownership invariant (the one every layer keeps): a thread is at any time
  * owned by exactly one place — running on one worker (worker.current), in one
@@ -23,7 +24,8 @@
  *
  * Kernel threads that are not workers ("external" threads) get a descriptor
  * too, so every primitive built on park/ready works from them: their park
- * runs commit at once and sleeps on a futex; ready wakes the futex.
+ * runs commit at once and sleeps on a futex (until the deadline, if any);
+ * ready wakes the futex.
  *
  * Layers above core (sync, io, pthread, dist) include this header and
  * nothing else of core; core includes nothing from them.
@@ -283,10 +285,8 @@ typedef bool (*swarm_commit_fn)(struct swarm_thread *self, void *arg);
  * external descriptor of a kernel thread). Starts nothing; NULL only when
  * memory for an external descriptor cannot be had. */
 struct swarm_thread *swarm_current_thread(void);
-void swarm_park(swarm_commit_fn commit, void *arg);
 /* Why a thread parks: recorded in the trace (SWARM_TRACE) with its park and
- * its ready. Layers park through swarm_park_why; plain swarm_park says
- * SWARM_PARK_OTHER. Add a reason at the end and its name in trace.c. */
+ * its ready. Add a reason at the end and its name in trace.c. */
 enum swarm_park_reason {
   SWARM_PARK_OTHER = 0,
   SWARM_PARK_JOIN,
@@ -303,13 +303,27 @@ enum swarm_park_reason {
   SWARM_PARK_FINALIZE,
   SWARM_PARK_REASONS
 };
-static inline void swarm_park_why(swarm_commit_fn commit, void *arg,
-                                  enum swarm_park_reason why) {
-  struct swarm_thread *self = swarm_current_thread();
-  if (self)
-    self->park_reason = (uint8_t)why;
-  swarm_park(commit, arg);
-}
+/* A park's deadline. At or after `ns` (CLOCK_MONOTONIC), on whichever
+ * kernel thread notices first (the worker's timer, the monitor firing a
+ * stuck worker's timers, or the parked kernel thread itself when it is not
+ * a worker), core calls expire(self, arg) with the park's commit argument,
+ * once. expire takes the thread out of its wait list if it is still there
+ * and returns true; false if a waker took it out first (that waker readies
+ * it). It may run before the commit has returned, so it must take the lock
+ * the commit releases, as every waker does; it must not block, nor ready
+ * `self` (core does, when it returns true). */
+struct swarm_deadline {
+  uint64_t ns;
+  bool (*expire)(struct swarm_thread *self, void *arg);
+};
+/* Parks the calling thread (see the top of this file). deadline may be
+ * NULL. Returns 0 when a waker readied it (or the commit abandoned the
+ * park), ETIMEDOUT when the deadline's expire took it out, ENOMEM when no
+ * timer could be had: the park then expired at once (commit ran, then
+ * expire). Aborts when a kernel thread that is not a worker can get no
+ * descriptor (no memory): it could not be woken. */
+int swarm_park(swarm_commit_fn commit, void *arg, enum swarm_park_reason why,
+               const struct swarm_deadline *deadline);
 void swarm_ready(struct swarm_thread *t);
 
 /* ---- timers (timer.c) ---- */

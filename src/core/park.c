@@ -20,6 +20,7 @@
  *    sched.h); from a kernel thread that is not a worker, onto the ready
  *    queue of the thread's pinned worker or of the next worker in turn.
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "core/core.h"
@@ -57,41 +58,136 @@ struct swarm_thread *swarm_current_thread(void) {
   return t;
 }
 
-static void external_park(swarm_commit_fn commit, void *arg) {
+/* ---- kernel threads that are not workers ---- */
+
+/* Parks on the descriptor's futex word until a ready stores 1 in it, or,
+ * with a deadline, until expire takes the thread out. The word is cleared
+ * before the commit publishes the thread. No timer and no worker is
+ * involved: the kernel thread waits with the futex's own timeout, so a
+ * timed wait works without a runtime (starting one from inside a wait
+ * would make this kernel thread worker 0 while it sleeps). */
+static int external_park(swarm_commit_fn commit, void *arg,
+                         enum swarm_park_reason why,
+                         const struct swarm_deadline *deadline) {
   struct swarm_thread *self = swarm_current_thread();
   if (!self) {
-    /* Cannot get a descriptor: wait by polling the commit's outcome is not
-     * possible either; fail loudly rather than corrupt a wait list. */
+    /* No descriptor, so nothing a waker could find: fail loudly rather
+     * than corrupt a wait list. */
     static const char msg[] = "swarm: out of memory for a kernel thread's "
                               "descriptor while blocking\n";
     os_write_stderr(msg, sizeof msg - 1);
     abort();
   }
+  self->park_reason = (uint8_t)why;
   atomic_store_explicit(&self->wake_word, 0, memory_order_relaxed);
   if (!commit(self, arg))
-    return;
-  while (atomic_load_explicit(&self->wake_word, memory_order_acquire) == 0)
-    os_futex_wait(&self->wake_word, 0, -1);
+    return 0;
+  bool timed = deadline != NULL;
+  while (atomic_load_explicit(&self->wake_word, memory_order_acquire) == 0) {
+    if (!timed) {
+      os_futex_wait(&self->wake_word, 0, -1);
+      continue;
+    }
+    uint64_t now = os_now_ns_inline();
+    if (now >= deadline->ns) {
+      if (deadline->expire(self, arg))
+        return ETIMEDOUT; /* out of the list: nobody will wake us */
+      timed = false;      /* a waker took us out: its wake is on the way */
+      continue;
+    }
+    os_futex_wait(&self->wake_word, 0, (int64_t)(deadline->ns - now));
+  }
+  return 0;
 }
 
-void swarm_park(swarm_commit_fn commit, void *arg) {
-  struct worker *w = worker_current();
-  if (!w) {
-    external_park(commit, arg);
-    return;
-  }
+/* ---- workers ---- */
+
+/* Parks w's current thread: switches to the next local thread, or to the
+ * scheduler context, with the after step that runs the commit there. */
+static inline void park_here(struct worker *w, swarm_commit_fn commit,
+                             void *arg, enum swarm_park_reason why) {
   /* No timers_poll here: callers park holding the lock their commit
    * releases, and a due timer's callback may need that very lock (a timed
    * waiter's timeout takes its object's lock) — a self-deadlock, found by
    * tests/sync/test_sync_mutex_contention. */
   struct swarm_thread *self = w->current;
+  self->park_reason = (uint8_t)why;
   w->park_commit = commit;
   w->park_arg = arg;
   w->handoff = self;
   w->stats.parks++;
   self->saved_errno = os_errno_get();
   switch_to(w, &self->sp, local_next(w), w->after_park);
+  /* resumed, perhaps on another worker: w is stale */
   os_errno_set(self->saved_errno);
+}
+
+/* A timed park on a worker: a core timer on this worker, armed before the
+ * switch (while the caller still holds the lock its commit releases, so an
+ * expire that runs early, from the monitor, waits for the commit), fires
+ * park_timer_fire. Lives on the parked thread's stack. */
+struct park_timer {
+  struct swarm_timer timer;
+  struct swarm_thread *thread;
+  bool (*expire)(struct swarm_thread *self, void *arg);
+  void *arg;
+  int result;             /* ETIMEDOUT once the timer took the thread out */
+  _Atomic int done;       /* the callback no longer touches this struct */
+  swarm_commit_fn commit; /* ENOMEM path: the caller's commit */
+};
+
+static void park_timer_fire(struct swarm_timer *t) {
+  struct park_timer *p = t->arg;
+  struct swarm_thread *thread = p->thread;
+  if (p->expire(thread, p->arg)) {
+    /* Nobody else readies it now, so it cannot return before this ready. */
+    p->result = ETIMEDOUT;
+    atomic_store_explicit(&p->done, 1, memory_order_release);
+    swarm_ready(thread);
+    return;
+  }
+  /* A waker has it; from this store on, p may be gone. */
+  atomic_store_explicit(&p->done, 1, memory_order_release);
+}
+
+/* No timer: the park expires as soon as it is committed. */
+static bool commit_then_expire(struct swarm_thread *self, void *arg) {
+  struct park_timer *p = arg;
+  if (!p->commit(self, p->arg))
+    return false;
+  if (!p->expire(self, p->arg))
+    return true; /* a waker took it out already and readies it */
+  p->result = ENOMEM;
+  return false; /* taken out: run again at once */
+}
+
+static __attribute__((noinline)) int
+park_timed(struct worker *w, swarm_commit_fn commit, void *arg,
+           enum swarm_park_reason why, const struct swarm_deadline *deadline) {
+  struct park_timer p = {.thread = w->current,
+                         .expire = deadline->expire,
+                         .arg = arg,
+                         .commit = commit};
+  if (swarm_timer_start(&p.timer, deadline->ns, park_timer_fire, &p) != 0) {
+    park_here(w, commit_then_expire, &p, why);
+    return p.result;
+  }
+  park_here(w, commit, arg, why);
+  if (!swarm_timer_cancel(&p.timer)) /* it fired: wait until it let go */
+    while (!atomic_load_explicit(&p.done, memory_order_acquire))
+      os_cpu_relax();
+  return p.result;
+}
+
+int swarm_park(swarm_commit_fn commit, void *arg, enum swarm_park_reason why,
+               const struct swarm_deadline *deadline) {
+  struct worker *w = worker_current();
+  if (unlikely(!w))
+    return external_park(commit, arg, why, deadline);
+  if (unlikely(deadline != NULL))
+    return park_timed(w, commit, arg, why, deadline);
+  park_here(w, commit, arg, why);
+  return 0;
 }
 
 void swarm_ready(struct swarm_thread *t) {
@@ -131,7 +227,7 @@ void swarm_yield(void) {
   /* Nothing else runnable here: yielding would only come straight back. */
   if (deque_size(&w->deque) == 0 && queue_count(&w->queue) == 0)
     return;
-  swarm_park_why(commit_requeue, NULL, SWARM_PARK_YIELD);
+  swarm_park(commit_requeue, NULL, SWARM_PARK_YIELD, NULL);
 }
 
 /* ---- the park's after step (arch/context.h) ---- */

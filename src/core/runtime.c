@@ -258,9 +258,9 @@ int swarm_finalize(void) {
    * stay there: after this we are that kernel thread again. */
   self->pinned_worker = 0;
   if (w->id != 0)
-    swarm_park_why(commit_requeue, NULL, SWARM_PARK_FINALIZE);
+    swarm_park(commit_requeue, NULL, SWARM_PARK_FINALIZE, NULL);
   /* Wait until every other thread has exited (an idle worker readies us). */
-  swarm_park_why(commit_finalize_wait, NULL, SWARM_PARK_FINALIZE);
+  swarm_park(commit_finalize_wait, NULL, SWARM_PARK_FINALIZE, NULL);
   w = worker_current();
   if (swarm_rt.print_stats) { /* SWARM_STATS: this run's counters, now */
     swarm_stats_print();

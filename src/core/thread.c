@@ -205,7 +205,7 @@ static __attribute__((noinline)) int join_general(swarm_thread_t h,
     return EAGAIN;
   }
   t->joiner = self;
-  swarm_park_why(join_commit, t, SWARM_PARK_JOIN);
+  swarm_park(join_commit, t, SWARM_PARK_JOIN, NULL);
   /* Resumed: the exiter set EXITED (acq_rel) before readying us. */
   atomic_thread_fence(memory_order_acquire);
   if (result)

@@ -188,7 +188,7 @@ static long pool_run(struct io_node *n) {
     } /* never joined: pool threads live as long as the process */
   }
   struct job j = {.n = n, .thread = swarm_current_thread()};
-  swarm_park(commit_submit, &j);
+  swarm_park(commit_submit, &j, SWARM_PARK_IO, NULL);
   return j.result;
 }
 

@@ -552,7 +552,7 @@ static void park_on(struct io_node *nodes, int count, struct io_wait *wt,
     wt->has_timer = true;
   struct park_set p = {nodes, count};
   atomic_fetch_add(&io.nwaiting, 1);
-  swarm_park(commit_wait, &p);
+  swarm_park(commit_wait, &p, SWARM_PARK_IO, NULL);
   atomic_fetch_sub(&io.nwaiting, 1);
   if (hooked)
     sync_interruptible_end(wt->thread);

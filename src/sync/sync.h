@@ -11,20 +11,20 @@
  *      takes the object's spinlock, decides it must wait, appends the waiter
  *      to the object's queue (`queued` = 1) and calls sync_wait_park() with
  *      the spinlock still held.
- *   2. sync_wait_park parks through swarm_park; its commit, running once the
- *      thread is off its stack, arms the deadline timer and only then
+ *   2. sync_wait_park parks through swarm_park, with the waiter's deadline
+ *      if it has one; the commit, running once the thread is off its stack,
  *      releases the spinlock. So nobody can dequeue-and-ready the thread
- *      before it is parked (core's ownership rule), and the timer cannot fire
- *      on this worker while the spinlock is held by the parking thread.
+ *      before it is parked (core's ownership rule); a deadline that passes
+ *      before the commit has run waits for the spinlock like anyone else.
  *   3. Exactly one party dequeues a waiter, always under the object's
  *      spinlock, and sets `result` then: a waker (0, with whatever the
  *      primitive granted, e.g. mutex ownership handed over), the deadline
- *      timer (ETIMEDOUT), or an interrupter (ECANCELED). That party then
+ *      (ETIMEDOUT; waiter_expire, which core calls and then readies the
+ *      thread itself), or an interrupter (ECANCELED). That party then
  *      readies the thread after releasing the spinlock. A party that finds
  *      `queued` == 0 does nothing.
- *   4. The woken thread disarms its timer; if the timer's callback already
- *      started it waits for `timer_done` before its stack (and the waiter)
- *      goes away.
+ *   4. Once resumed the waiter reads `result`; core has disarmed the
+ *      deadline before swarm_park returns.
  *
  * Locks are os/spinlock.h's, in three ranks of the runtime's lock order:
  * a thread record's lock (LOCK_SYNC_RECORD) may be held while taking an
@@ -95,11 +95,8 @@ struct sync_waiter {
   int result;               /* valid once dequeued */
   int queued;
   bool interruptible;
-  bool timer_armed;
   uint8_t reason;    /* enum swarm_park_reason, for the trace; 0: other */
   uint8_t lock_rank; /* of *lock: LOCK_SYNC_OBJECT unless set after init */
-  _Atomic int timer_done;
-  struct swarm_timer timer;
 };
 
 /* The lock of w's object, in w's rank. */
@@ -122,7 +119,7 @@ struct sync_waiter *sync_queue_pop(struct sync_queue *q, int result);
 
 /* Step 2 of the protocol: called with *w->lock held and w queued; returns
  * with the lock released and w dequeued, giving w->result (0, ETIMEDOUT,
- * ECANCELED, or ENOMEM when no timer could be had). */
+ * ECANCELED, or ENOMEM when core could arm no timer for the deadline). */
 int sync_wait_park(struct sync_waiter *w);
 
 /* Interruptible waits publish themselves in the thread's record before

@@ -4,18 +4,12 @@
  * the small things built directly on them (one-shot events, sleeping).
  * The protocol and the lock order are in sync.h; this file keeps them.
  *
- * Two ways to park:
- *   - a swarm thread (on a worker) parks through swarm_park; the deadline is
- *     a core timer on the worker it parked on, armed in the commit;
- *   - a kernel thread that is not a worker waits on its descriptor's futex
- *     word. Untimed, that is exactly core's external park. Timed, core has no
- *     such call, so wait_external_timed below speaks core's external
- *     protocol itself (wake_word = 0 before the waiter is visible; a readier
- *     stores 1 and wakes the futex) with a futex timeout. It needs no worker
- *     and no runtime, which a core timer would (worker 0 fires those).
- *     Rejected: arming a core timer for external waits too — it starts the
- *     runtime from inside a wait when none is running, turning the waiting
- *     kernel thread into worker 0 while it sleeps on a futex.
+ * Parking is core's swarm_park, for swarm threads and for kernel threads
+ * that are not workers alike; a deadline is core's too (struct
+ * swarm_deadline): when it passes, waiter_expire takes the waiter out under
+ * the object's lock, exactly as a timeout always did, and core resumes the
+ * thread with ETIMEDOUT. What core does not know — which waiters an object
+ * grants to when one leaves (`removed`), interruption — stays here.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -98,63 +92,25 @@ static struct sync_waiter *take_out(struct sync_waiter *w, int result) {
 
 /* ---- parking ---- */
 
-static void waiter_timeout(struct swarm_timer *t) {
-  struct sync_waiter *w = t->arg;
-  struct sync_waiter *list = NULL;
+static bool commit_wait(struct swarm_thread *self, void *arg) {
+  (void)self;
+  sync_waiter_unlock(arg);
+  return true;
+}
+
+/* The park's deadline passed (core calls this at most once, perhaps before
+ * commit_wait has run: the lock makes it wait for the commit). */
+static bool waiter_expire(struct swarm_thread *self, void *arg) {
+  (void)self;
+  struct sync_waiter *w = arg, *list = NULL;
   sync_waiter_lock(w);
   if (w->queued)
     list = take_out(w, ETIMEDOUT);
   sync_waiter_unlock(w);
-  /* From here the waiter may return and its stack go away: if we did not
-   * take it out, someone else did and may have readied it already. */
-  atomic_store_explicit(&w->timer_done, 1, memory_order_release);
-  sync_ready_list(list);
-}
-
-static bool commit_wait(struct swarm_thread *self, void *arg) {
-  struct sync_waiter *w = arg;
-  (void)self;
-  if (w->deadline_ns) {
-    /* Armed here, off the thread's stack: the callback takes w->lock,
-     * which we hold until the end of this commit. */
-    if (swarm_timer_start(&w->timer, w->deadline_ns, waiter_timeout, w) != 0) {
-      struct sync_waiter *list = take_out(w, ENOMEM);
-      sync_waiter_unlock(w);
-      sync_ready_list(list->next); /* not w: the park is abandoned */
-      return false;
-    }
-    w->timer_armed = true;
-  }
-  sync_waiter_unlock(w);
+  if (!list)
+    return false;              /* a waker took it out and readies it */
+  sync_ready_list(list->next); /* whom `removed` granted; core readies w */
   return true;
-}
-
-static void wait_external_timed(struct sync_waiter *w) {
-  struct swarm_thread *self = w->thread;
-  atomic_store_explicit(&self->wake_word, 0, memory_order_relaxed);
-  sync_waiter_unlock(w);
-  bool timed = true;
-  while (atomic_load_explicit(&self->wake_word, memory_order_acquire) == 0) {
-    if (!timed) {
-      os_futex_wait(&self->wake_word, 0, -1);
-      continue;
-    }
-    uint64_t now = sync_now_ns();
-    if (now >= w->deadline_ns) {
-      struct sync_waiter *list = NULL;
-      sync_waiter_lock(w);
-      if (w->queued)
-        list = take_out(w, ETIMEDOUT);
-      sync_waiter_unlock(w);
-      if (list) {
-        sync_ready_list(list->next);
-        return; /* nobody else will touch w or wake us */
-      }
-      timed = false; /* a waker took it out: its wake is on the way */
-      continue;
-    }
-    os_futex_wait(&self->wake_word, 0, (int64_t)(w->deadline_ns - now));
-  }
 }
 
 int sync_wait_park(struct sync_waiter *w) {
@@ -171,17 +127,11 @@ int sync_wait_park(struct sync_waiter *w) {
       return ECANCELED;
     }
   }
-  if (!worker_current() && w->deadline_ns) {
-    wait_external_timed(w);
-    return w->result;
-  }
-  swarm_park_why(commit_wait, w, w->reason);
-  if (w->timer_armed && !swarm_timer_cancel(&w->timer)) {
-    /* The callback was taken from the heap: it runs or ran; it touches w
-     * until it sets timer_done. It never blocks, so this wait is short. */
-    while (!atomic_load_explicit(&w->timer_done, memory_order_acquire))
-      os_cpu_relax();
-  }
+  struct swarm_deadline deadline = {w->deadline_ns, waiter_expire};
+  int r = swarm_park(commit_wait, w, (enum swarm_park_reason)w->reason,
+                     w->deadline_ns ? &deadline : NULL);
+  if (r == ENOMEM) /* no timer: the wait expired at once, without waiting */
+    w->result = ENOMEM;
   return w->result;
 }
 
