@@ -351,11 +351,15 @@ static inline void timers_poll(struct worker *w) {
  * that holds upper-layer data in any of its slots[]; it may block. The sync
  * layer registers one (key destructors, its per-thread record). */
 extern void (*swarm_thread_exit_hook)(struct swarm_thread *self);
-/* In a child of fork(): forget the parent's workers (they did not survive
- * the fork) and make the runtime startable again on this kernel thread;
- * locks that another kernel thread may have held at the fork are
- * re-initialised. The caller's descriptor stays valid. */
-void runtime_reset_after_fork(void);
+/* In a child of fork() (called by the drop-in): forget the parent's
+ * runtime, whose workers did not survive the fork, and start a fresh one
+ * (swarm_init's config and results) on this kernel thread, in which the
+ * calling flow is the main thread with the descriptor it had: its handle,
+ * its upper layers' slots, and the objects that record it as owner carry
+ * over. Locks other kernel threads held at the fork are made free. If the
+ * start fails the descriptor stays the kernel thread's own (external). */
+int runtime_fork_child(const swarm_config_t *config);
+/* Their part of the fork child's reset (thread.c, stack.c). */
 void desc_table_after_fork(void);
 void stack_pool_after_fork(void);
 

@@ -34,6 +34,23 @@ void external_thread_forget(void) {
   tls_external = NULL;
 }
 
+struct swarm_thread *external_thread_current(void) {
+  return tls_external;
+}
+
+void external_thread_adopt(struct swarm_thread *t) {
+  t->kind = THREAD_EXTERNAL;
+  t->pinned_worker = -1;
+  t->next = NULL;
+  atomic_store(&t->wake_word, 0);
+  /* Not joinable: it is a kernel thread, joined with pthread_join. */
+  uint64_t c = atomic_load_explicit(&t->control, memory_order_relaxed);
+  atomic_store_explicit(&t->control,
+                        (c & ~CTL_FLAGS) | CTL_DETACHED | CTL_SPECIAL,
+                        memory_order_relaxed);
+  tls_external = t;
+}
+
 struct swarm_thread *swarm_current_thread(void) {
   struct worker *w = worker_current();
   if (w)
@@ -43,18 +60,12 @@ struct swarm_thread *swarm_current_thread(void) {
   struct swarm_thread *t = desc_alloc(NULL);
   if (!t)
     return NULL;
-  t->kind = THREAD_EXTERNAL;
-  t->pinned_worker = -1;
   t->fn = NULL;
-  t->next = NULL;
   t->stack.lo = NULL;
   t->stack.size = 0;
-  atomic_store(&t->wake_word, 0);
   for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
     t->slots[i] = NULL;
-  /* Not joinable: it is a kernel thread, joined with pthread_join. */
-  atomic_fetch_or(&t->control, CTL_DETACHED | CTL_SPECIAL);
-  tls_external = t;
+  external_thread_adopt(t);
   return t;
 }
 

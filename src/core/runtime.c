@@ -48,8 +48,45 @@ static void stats_at_exit(void) {
     swarm_stats_print();
 }
 
-static void workers_release(int nslots) {
+/* ---- start: each step records what it did; runtime_stop undoes it ---- */
+
+/* How far a start got. runtime_stop undoes exactly that, in reverse, for a
+ * start that failed halfway and for swarm_finalize (which stops a runtime
+ * that got all the way), so there is one way down. */
+struct start_progress {
+  int deques;                   /* workers[0 .. deques) are initialised */
+  bool worker0;                 /* this kernel thread is worker 0 */
+  struct swarm_thread *adopted; /* main is the caller's own descriptor */
+  int threads;                  /* workers[1 .. threads] have kernel threads */
+  bool monitor;                 /* the monitor runs */
+};
+
+/* The worker array, regular workers then spares (monitor.c). */
+static int workers_make(int nslots, struct start_progress *p) {
+  size_t bytes = sizeof(struct worker) * (size_t)nslots;
+  swarm_rt.workers = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+  if (!swarm_rt.workers)
+    return EAGAIN;
+  memset(swarm_rt.workers, 0, bytes);
   for (int i = 0; i < nslots; i++) {
+    struct worker *w = &swarm_rt.workers[i];
+    w->id = i;
+    atomic_init(&w->timers.earliest_ns, UINT64_MAX);
+    spin_init(&w->timers.lock, LOCK_TIMERS);
+    spin_init(&w->queue.lock, LOCK_READY_QUEUE);
+    w->rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1) ^ (uint64_t)getpid();
+    if (!w->rng)
+      w->rng = 1;
+    if (deque_init(&w->deque, 256) != 0)
+      return EAGAIN;
+    p->deques = i + 1;
+  }
+  return 0;
+}
+
+/* Workers' caches, deques and timers, the array, the stack pool. */
+static void workers_release(int deques) {
+  for (int i = 0; i < deques; i++) {
     struct worker *w = &swarm_rt.workers[i];
     stack_cache_flush(w);
     desc_cache_flush(w);
@@ -61,85 +98,49 @@ static void workers_release(int nslots) {
   stack_pool_shutdown();
 }
 
-int swarm_init(const swarm_config_t *config) {
-  int nworkers;
-  size_t stack;
-  bool bind, stats;
-  int r = config_resolve(config, &nworkers, &stack, &bind, &stats);
-  if (r)
-    return r;
-  spin_lock(&swarm_rt.lifecycle_lock);
-  if (atomic_load(&swarm_rt.state) != RT_OFF) {
-    spin_unlock(&swarm_rt.lifecycle_lock);
-    return EBUSY;
+/* The main thread's descriptor: a fresh one running on this kernel
+ * thread's own stack, or `adopt`, the caller's own (a fork child keeps its
+ * identity: its handle, its upper layers' data, the objects it owns). */
+static struct swarm_thread *main_thread_make(struct swarm_thread *adopt) {
+  struct swarm_thread *t = adopt ? adopt : desc_alloc(NULL);
+  if (!t)
+    return NULL;
+  uint64_t c = atomic_load_explicit(&t->control, memory_order_relaxed);
+  /* MAIN carries CTL_SPECIAL (core.h) and none of a joiner's flags: the
+   * joiner of an adopted thread stayed in the parent. */
+  atomic_store_explicit(&t->control, (c & ~CTL_FLAGS) | CTL_SPECIAL,
+                        memory_order_relaxed);
+  t->kind = THREAD_MAIN;
+  t->pinned_worker = -1;
+  t->next = NULL;
+  t->joiner = NULL;
+  if (!adopt) {
+    t->fn = NULL;
+    for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
+      t->slots[i] = NULL;
   }
-  atomic_store(&swarm_rt.state, RT_STARTING);
-  swarm_rt.nworkers = nworkers;
-  swarm_rt.default_stack = stack;
-  swarm_rt.bind = bind;
-  swarm_rt.print_stats = stats;
-  /* Programs may close stderr before exit (xz does): keep our own copy so
-   * the counters printed at exit still reach the terminal. */
-  swarm_rt.stats_fd = stats ? (int)sys_fcntl(2, F_DUPFD_CLOEXEC, 3) : -1;
-  swarm_rt.guard_size = os_page_size();
-  swarm_rt.ncpus = os_cpus_allowed(swarm_rt.cpus, SWARM_MAX_WORKERS);
-  if (swarm_rt.ncpus > SWARM_MAX_WORKERS)
-    swarm_rt.ncpus = SWARM_MAX_WORKERS;
-  atomic_store(&swarm_rt.idle_workers, 0);
-  atomic_store(&swarm_rt.external_spawned, 0);
-  atomic_store(&swarm_rt.finalize_waiter, NULL);
-  atomic_store(&swarm_rt.main_exited, false);
-
-  /* Spare workers (monitor.c) follow the regular ones in the array. */
-  int nslots = nworkers + monitor_spare_count(nworkers);
-  swarm_rt.nslots = nslots;
-  size_t bytes = sizeof(struct worker) * (size_t)nslots;
-  swarm_rt.workers = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-  if (!swarm_rt.workers)
-    goto fail_nomem;
-  memset(swarm_rt.workers, 0, bytes);
-  for (int i = 0; i < nslots; i++) {
-    struct worker *w = &swarm_rt.workers[i];
-    w->id = i;
-    atomic_init(&w->timers.earliest_ns, UINT64_MAX);
-    spin_init(&w->timers.lock, LOCK_TIMERS);
-    spin_init(&w->queue.lock, LOCK_READY_QUEUE);
-    w->rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1) ^ (uint64_t)getpid();
-    if (!w->rng)
-      w->rng = 1;
-    if (deque_init(&w->deque, 256) != 0) {
-      for (int j = 0; j < i; j++)
-        deque_destroy(&swarm_rt.workers[j].deque);
-      free(swarm_rt.workers);
-      swarm_rt.workers = NULL;
-      goto fail_nomem;
-    }
+  if (!adopt || !t->stack.lo) { /* else it keeps running on the stack it had */
+    void *lo;
+    size_t size;
+    os_thread_stack_bounds(&lo, &size);
+    t->stack.lo = lo;
+    t->stack.size = size;
   }
-  os_overflow_handler_install(fault_describe);
-  os_errno_init();
+  return t;
+}
 
-  /* Worker 0: this kernel thread; its flow becomes the main swarm thread. */
+/* This kernel thread becomes worker 0 and its flow the main thread. */
+static int worker0_enter(struct swarm_thread *adopt, struct start_progress *p) {
   struct worker *w0 = &swarm_rt.workers[0];
-  struct swarm_thread *main_t = desc_alloc(NULL);
-  if (!main_t || stack_alloc(w0, SCHED_STACK_SIZE, &w0->sched_stack) != 0) {
-    if (main_t)
-      desc_release(NULL, main_t);
-    workers_release(nslots);
-    goto fail_nomem;
+  if (stack_alloc(w0, SCHED_STACK_SIZE, &w0->sched_stack) != 0)
+    return EAGAIN;
+  struct swarm_thread *main_t = main_thread_make(adopt);
+  if (!main_t) {
+    stack_release(NULL, w0->sched_stack);
+    return EAGAIN;
   }
-  main_t->kind = THREAD_MAIN;
-  atomic_fetch_or(&main_t->control, CTL_SPECIAL); /* see core.h */
-  main_t->pinned_worker = -1;
-  main_t->fn = NULL;
-  main_t->next = NULL;
-  main_t->joiner = NULL;
-  for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
-    main_t->slots[i] = NULL;
-  void *lo;
-  size_t size;
-  os_thread_stack_bounds(&lo, &size);
-  main_t->stack.lo = lo;
-  main_t->stack.size = size;
+  p->worker0 = true;
+  p->adopted = adopt;
   swarm_rt.main_thread = main_t;
   w0->tid = os_thread_id(); /* the monitor reads its state */
   w0->current = main_t;
@@ -168,32 +169,124 @@ int swarm_init(const swarm_config_t *config) {
   w0->sched_sp = swarm_arch_prepare(w0->sched_stack.lo + w0->sched_stack.size,
                                     sched_entry);
   swarm_tls_worker = w0;
-  if (bind)
+  if (swarm_rt.bind)
     os_bind_self(swarm_rt.cpus[0]);
   atomic_store(&swarm_rt.state, RT_RUNNING);
+  return 0;
+}
 
-  for (int i = 1; i < nworkers; i++) {
-    struct worker *w = &swarm_rt.workers[i];
-    if (os_thread_start(&w->kthread, worker_main, w) != 0) {
-      /* Stop the ones that started, undo everything, report EAGAIN. */
-      atomic_store(&swarm_rt.state, RT_STOPPING);
-      for (int j = 1; j < i; j++) {
-        worker_wake_sleeping(&swarm_rt.workers[j]);
-        os_thread_join(swarm_rt.workers[j].kthread);
-      }
-      trace_stop();
-      swarm_tls_worker = NULL;
-      os_altstack_release(w0->altstack);
-      stack_release(NULL, w0->sched_stack);
-      desc_release(NULL, main_t);
-      swarm_rt.main_thread = NULL;
-      workers_release(nslots);
-      atomic_store(&swarm_rt.state, RT_OFF);
-      spin_unlock(&swarm_rt.lifecycle_lock);
-      return EAGAIN;
-    }
+/* This kernel thread stops being worker 0. The main descriptor is retired,
+ * or, for a start that failed with an adopted descriptor, handed back to
+ * the kernel thread as its own (external) descriptor: it keeps its
+ * identity. */
+static void worker0_leave(struct swarm_thread *adopted) {
+  struct worker *w0 = &swarm_rt.workers[0];
+  struct swarm_thread *main_t = swarm_rt.main_thread;
+  trace_stop();
+  tls_worker_clear();
+  os_altstack_release(w0->altstack);
+  w0->altstack = NULL;
+  stack_release(NULL, w0->sched_stack);
+  swarm_rt.main_thread = NULL;
+  if (adopted) {
+    external_thread_adopt(adopted);
+    return;
   }
-  monitor_start(); /* without it, only stuck workers go unnoticed */
+  main_t->pinned_worker = -1;
+  atomic_fetch_or(&main_t->control, CTL_EXITED);
+  desc_release(NULL, main_t);
+}
+
+/* Worker kernel threads 1 .. nworkers-1. */
+static int workers_start(struct start_progress *p) {
+  for (int i = 1; i < swarm_rt.nworkers; i++) {
+    struct worker *w = &swarm_rt.workers[i];
+    if (os_thread_start(&w->kthread, worker_main, w) != 0)
+      return EAGAIN;
+    p->threads = i;
+  }
+  return 0;
+}
+
+/* Undoes what p says was done, in reverse; leaves the runtime OFF. Called
+ * with the lifecycle lock held. */
+static void runtime_stop(const struct start_progress *p) {
+  atomic_store(&swarm_rt.state, RT_STOPPING);
+  for (int i = 1; i <= p->threads; i++) {
+    struct worker *v = &swarm_rt.workers[i];
+    worker_wake_sleeping(v);
+    atomic_fetch_add(&v->sleep_word, 1);
+    os_futex_wake(&v->sleep_word, 1);
+  }
+  for (int i = 1; i <= p->threads; i++)
+    os_thread_join(swarm_rt.workers[i].kthread);
+  if (p->monitor)
+    monitor_stop(); /* and the spares it started */
+  if (p->worker0)
+    worker0_leave(p->adopted);
+  workers_release(p->deques);
+  if (swarm_rt.stats_fd >= 0)
+    sys_close(swarm_rt.stats_fd);
+  swarm_rt.stats_fd = -1;
+  swarm_rt.nworkers = 0;
+  swarm_rt.nslots = 0;
+  atomic_store(&swarm_rt.state, RT_OFF);
+}
+
+/* Reads the configuration into swarm_rt (state STARTING, lock held). */
+static void runtime_configure(int nworkers, size_t stack, bool bind,
+                              bool stats) {
+  swarm_rt.nworkers = nworkers;
+  swarm_rt.nslots = nworkers + monitor_spare_count(nworkers);
+  swarm_rt.default_stack = stack;
+  swarm_rt.bind = bind;
+  swarm_rt.print_stats = stats;
+  /* Programs may close stderr before exit (xz does): keep our own copy so
+   * the counters printed at exit still reach the terminal. */
+  swarm_rt.stats_fd = stats ? (int)sys_fcntl(2, F_DUPFD_CLOEXEC, 3) : -1;
+  swarm_rt.guard_size = os_page_size();
+  swarm_rt.ncpus = os_cpus_allowed(swarm_rt.cpus, SWARM_MAX_WORKERS);
+  if (swarm_rt.ncpus > SWARM_MAX_WORKERS)
+    swarm_rt.ncpus = SWARM_MAX_WORKERS;
+  atomic_store(&swarm_rt.idle_workers, 0);
+  atomic_store(&swarm_rt.external_spawned, 0);
+  atomic_store(&swarm_rt.finalize_waiter, NULL);
+  atomic_store(&swarm_rt.main_exited, false);
+}
+
+/* swarm_init, and the fork child's restart with the caller's descriptor
+ * (adopt). 0, EBUSY (running or starting), EINVAL (configuration) or
+ * EAGAIN (out of memory or kernel threads: nothing is left behind). */
+static int runtime_start(const swarm_config_t *config,
+                         struct swarm_thread *adopt) {
+  int nworkers;
+  size_t stack;
+  bool bind, stats;
+  int r = config_resolve(config, &nworkers, &stack, &bind, &stats);
+  if (r)
+    return r;
+  spin_lock(&swarm_rt.lifecycle_lock);
+  if (atomic_load(&swarm_rt.state) != RT_OFF) {
+    spin_unlock(&swarm_rt.lifecycle_lock);
+    return EBUSY;
+  }
+  atomic_store(&swarm_rt.state, RT_STARTING);
+  runtime_configure(nworkers, stack, bind, stats);
+  os_overflow_handler_install(fault_describe);
+  os_errno_init();
+  struct start_progress p = {0};
+  r = workers_make(swarm_rt.nslots, &p);
+  if (!r)
+    r = worker0_enter(adopt, &p);
+  if (!r)
+    r = workers_start(&p);
+  if (!r && !(r = monitor_start()))
+    p.monitor = true;
+  if (r) {
+    runtime_stop(&p);
+    spin_unlock(&swarm_rt.lifecycle_lock);
+    return EAGAIN;
+  }
   static bool atexit_done;
   if (!atexit_done) {
     atexit_done = true;
@@ -201,11 +294,10 @@ int swarm_init(const swarm_config_t *config) {
   }
   spin_unlock(&swarm_rt.lifecycle_lock);
   return 0;
+}
 
-fail_nomem:
-  atomic_store(&swarm_rt.state, RT_OFF);
-  spin_unlock(&swarm_rt.lifecycle_lock);
-  return EAGAIN;
+int swarm_init(const swarm_config_t *config) {
+  return runtime_start(config, NULL);
 }
 
 int runtime_ensure_started(void) {
@@ -223,10 +315,15 @@ int runtime_ensure_started(void) {
   return s == RT_RUNNING ? 0 : EAGAIN;
 }
 
-void runtime_reset_after_fork(void) {
-  swarm_tls_worker = NULL;
+/* ---- fork ---- */
+
+/* In a fork child: the parent's workers did not survive (only the calling
+ * kernel thread did), their memory is abandoned with the threads it held,
+ * and locks another kernel thread held at the fork are made free. */
+static void runtime_forget_parent(void) {
+  tls_worker_clear();
   external_thread_forget();
-  swarm_rt.workers = NULL; /* the parent's, abandoned with their threads */
+  swarm_rt.workers = NULL;
   swarm_rt.nworkers = 0;
   swarm_rt.nslots = 0;
   monitor_after_fork();
@@ -239,6 +336,15 @@ void runtime_reset_after_fork(void) {
   desc_table_after_fork();
   stack_pool_after_fork();
   atomic_store(&swarm_rt.state, RT_OFF);
+}
+
+int runtime_fork_child(const swarm_config_t *config) {
+  /* Read before anything is reset: the parent's worker struct, as this
+   * kernel thread's TLS still names it, is intact in the child's memory. */
+  struct worker *w = worker_current();
+  struct swarm_thread *self = w ? w->current : external_thread_current();
+  runtime_forget_parent();
+  return runtime_start(config, self);
 }
 
 static bool commit_finalize_wait(struct swarm_thread *self, void *arg) {
@@ -261,37 +367,14 @@ int swarm_finalize(void) {
     swarm_park(commit_requeue, NULL, SWARM_PARK_FINALIZE, NULL);
   /* Wait until every other thread has exited (an idle worker readies us). */
   swarm_park(commit_finalize_wait, NULL, SWARM_PARK_FINALIZE, NULL);
-  w = worker_current();
-  if (swarm_rt.print_stats) { /* SWARM_STATS: this run's counters, now */
+  if (swarm_rt.print_stats) /* SWARM_STATS: this run's counters, now */
     swarm_stats_print();
-    if (swarm_rt.stats_fd >= 0)
-      sys_close(swarm_rt.stats_fd);
-    swarm_rt.stats_fd = -1;
-  }
   spin_lock(&swarm_rt.lifecycle_lock);
-  atomic_store(&swarm_rt.state, RT_STOPPING);
-  for (int i = 1; i < swarm_rt.nworkers; i++) {
-    struct worker *v = &swarm_rt.workers[i];
-    worker_wake_sleeping(v);
-    atomic_fetch_add(&v->sleep_word, 1);
-    os_futex_wake(&v->sleep_word, 1);
-  }
-  for (int i = 1; i < swarm_rt.nworkers; i++)
-    os_thread_join(swarm_rt.workers[i].kthread);
-  monitor_stop(); /* and the spares it started */
-  trace_stop();
-  tls_worker_clear();
-  os_altstack_release(w->altstack);
-  w->altstack = NULL;
-  stack_release(NULL, w->sched_stack);
-  self->pinned_worker = -1;
-  atomic_fetch_or(&self->control, CTL_EXITED);
-  desc_release(NULL, self);
-  swarm_rt.main_thread = NULL;
-  workers_release(swarm_rt.nslots);
-  swarm_rt.nworkers = 0;
-  swarm_rt.nslots = 0;
-  atomic_store(&swarm_rt.state, RT_OFF);
+  struct start_progress all = {.deques = swarm_rt.nslots,
+                               .worker0 = true,
+                               .threads = swarm_rt.nworkers - 1,
+                               .monitor = true};
+  runtime_stop(&all);
   spin_unlock(&swarm_rt.lifecycle_lock);
   return 0;
 }

@@ -184,9 +184,13 @@ void *after_main_exit_traced(void *arg);
 
 /* park.c: requeue the parked thread (a yield; finalize's move to worker 0) */
 bool commit_requeue(struct swarm_thread *self, void *arg);
-/* park.c: in a fork child, the calling kernel thread's descriptor as an
- * external thread (its TLS) is the parent's: forget it. */
+/* park.c: the calling kernel thread's descriptor as a thread that is not
+ * a worker (its TLS): forget it (a fork child), read it (NULL if it has
+ * none yet), or make t that descriptor (a fork child whose runtime could
+ * not start keeps its identity). */
 void external_thread_forget(void);
+struct swarm_thread *external_thread_current(void);
+void external_thread_adopt(struct swarm_thread *t);
 /* sched.c: worker 0's scheduler context starts here (swarm_init). */
 void sched_entry(void *transfer);
 /* runtime.c: clears the calling kernel thread's swarm_tls_worker */

@@ -152,15 +152,10 @@ static inline struct swarm_thread *sync_self(void) {
   return swarm_current_thread();
 }
 
-/* After fork, the child's flow continues under a new descriptor; objects it
- * held record the old one. sync_same_owner treats `from` as `to`. */
-extern struct swarm_thread *sync_alias_from, *sync_alias_to;
-void sync_set_alias(struct swarm_thread *from, struct swarm_thread *to);
+/* Whether an object's recorded owner is self. (A fork child's flow keeps
+ * its descriptor, core's runtime_fork_child, so what it held stays its.) */
 static inline bool sync_same_owner(uint64_t owner, struct swarm_thread *self) {
-  if (likely(owner == (uint64_t)(uintptr_t)self))
-    return true;
-  return unlikely(sync_alias_to == self) &&
-         owner == (uint64_t)(uintptr_t)sync_alias_from && owner != 0;
+  return owner == (uint64_t)(uintptr_t)self;
 }
 
 /* ---- per-thread record (slots[SLOT_SYNC]) ---- */

@@ -17,13 +17,6 @@
 #include "os/sys.h"
 #include "sync/sync.h"
 
-struct swarm_thread *sync_alias_from, *sync_alias_to;
-
-void sync_set_alias(struct swarm_thread *from, struct swarm_thread *to) {
-  sync_alias_from = from;
-  sync_alias_to = to;
-}
-
 /* ---- queues ---- */
 
 void sync_waiter_init(struct sync_waiter *w, struct swarm_thread *self,
