@@ -3,17 +3,18 @@
  * descriptor, the worker, the one runtime struct, and the two calls every
  * blocking operation in swarm is built from:
  *
- *   swarm_park(commit, arg)   block the calling thread. Once it is entirely
- *                             off its stack (on the next thread's stack, or
- *                             the worker's scheduler stack), commit(self, arg)
- *                             runs there; it records `self` in a wait list
- *                             and releases that list's lock. If commit returns
- *                             false the park is abandoned and self is made
- *                             runnable again at once.
- *   swarm_ready(thread)       make a parked thread runnable: onto the caller's
- *                             own deque when the caller is a worker, through a
- *                             worker's ready queue otherwise, waking an
- *                             idle worker if one sleeps.
+ *   swarm_park(commit, arg, why, deadline)
+ *       block the calling thread. Once it is entirely off its stack (on the
+ *       next thread's stack, or the worker's scheduler stack), commit(self,
+ *       arg) runs there; it records `self` in a wait list and releases that
+ *       list's lock. If commit returns false the park is abandoned and self
+ *       is made runnable again at once. `why` labels the park in traces; an
+ *       optional deadline ends the park by taking the thread out of its wait
+ *       list again (struct swarm_deadline).
+ *   swarm_ready(thread)
+ *       make a parked thread runnable: onto the caller's own deque when the
+ *       caller is a worker, through a worker's ready queue otherwise, waking
+ *       an idle worker if one sleeps.
  *
  * Ownership invariant (the one every layer keeps): a thread is at any time
  * owned by exactly one place — running on one worker (worker.current), in one
@@ -23,7 +24,8 @@
  *
  * Kernel threads that are not workers ("external" threads) get a descriptor
  * too, so every primitive built on park/ready works from them: their park
- * runs commit at once and sleeps on a futex; ready wakes the futex.
+ * runs commit at once and sleeps on a futex (until the deadline, if any);
+ * ready wakes the futex.
  *
  * Layers above core (sync, io, pthread, dist) include this header and
  * nothing else of core; core includes nothing from them.
@@ -39,7 +41,13 @@
 
 #include "core/deque.h"
 #include "os/os.h"
+#include "os/spinlock.h"
 #include "swarm.h"
+
+/* Everything declared below is internal to the library: hidden, so that
+ * code in one file reaches data defined in another (swarm_rt) directly,
+ * not through the GOT, which would cost a register on the hot paths. */
+#pragma GCC visibility push(hidden)
 
 #define SWARM_MAX_WORKERS 1024
 #define SWARM_DEFAULT_STACK ((size_t)128 * 1024)
@@ -81,8 +89,9 @@ enum thread_kind {
 #define CTL_DETACHED ((uint64_t)1 << 1) /* released on exit, not joinable */
 #define CTL_CLAIMED ((uint64_t)1 << 2)  /* a joiner has claimed it */
 #define CTL_WAITER ((uint64_t)1 << 3)   /* the joiner is parked on it */
-#define CTL_SPECIAL ((uint64_t)1 << 4)  /* MAIN or EXTERNAL: see desc_release  \
-                                         */
+#define CTL_SPECIAL                                                            \
+  ((uint64_t)1 << 4) /* MAIN or EXTERNAL: see desc_release                     \
+                      */
 #define CTL_FLAGS ((uint64_t)0x7fu)
 #define CTL_INDEX_SHIFT 7
 #define CTL_GEN_STEP ((uint64_t)2 << 32)
@@ -122,7 +131,7 @@ enum {
  * runnable by kernel threads that are not workers, and for pinned threads;
  * the deque carries everything else. Thieves may take unpinned entries. */
 struct ready_queue {
-  _Atomic uint32_t lock;
+  struct spinlock lock; /* LOCK_READY_QUEUE */
   uint32_t count;
   struct swarm_thread *head, *tail;
 };
@@ -138,7 +147,7 @@ struct swarm_timer {
 };
 
 struct timer_heap {
-  _Atomic uint32_t lock;
+  struct spinlock lock; /* LOCK_TIMERS */
   uint32_t count, capacity;
   struct swarm_timer **items;
   _Atomic uint64_t earliest_ns; /* UINT64_MAX when empty */
@@ -199,7 +208,7 @@ struct worker {
   struct timer_heap timers __attribute__((aligned(64)));
   _Atomic uint32_t sleep_word __attribute__((aligned(64)));
   _Atomic uint32_t sleeping;
-  pthread_t kthread;
+  pthread_t kthread; /* workers 1.. and spares: joined by swarm_finalize */
   void *altstack;
   struct stack_ref sched_stack; /* worker 0 only: the scheduler's stack */
   /* ---- monitor.c: spare workers and stall detection (issue 4) ---- */
@@ -230,14 +239,13 @@ struct runtime {
   int stats_fd; /* SWARM_STATS: a duplicate of stderr taken at start-up */
   int cpus[SWARM_MAX_WORKERS];
   int ncpus;
-  _Atomic int idle_workers;         /* workers asleep in worker_sleep */
-  struct swarm_thread *main_thread; /* the flow that called init */
-  pthread_t init_kthread;
+  _Atomic int idle_workers;          /* workers asleep in worker_sleep */
+  struct swarm_thread *main_thread;  /* the flow that called init */
   _Atomic uint64_t external_spawned; /* spawns from non-workers */
   _Atomic(struct swarm_thread *) finalize_waiter;
   _Atomic bool main_exited;
   _Atomic uint32_t external_rr;     /* round robin for external spawns */
-  pthread_mutex_t lifecycle_lock;   /* init / finalize */
+  struct spinlock lifecycle_lock;   /* init / finalize: LOCK_LIFECYCLE */
   void *(*after_main_exit)(void *); /* NULL, or its traced step (trace.h) */
   /* monitor.c. workers[nworkers .. nslots) are spare workers: started by
    * the monitor when queued threads make no progress, retired when idle. */
@@ -277,10 +285,8 @@ typedef bool (*swarm_commit_fn)(struct swarm_thread *self, void *arg);
  * external descriptor of a kernel thread). Starts nothing; NULL only when
  * memory for an external descriptor cannot be had. */
 struct swarm_thread *swarm_current_thread(void);
-void swarm_park(swarm_commit_fn commit, void *arg);
 /* Why a thread parks: recorded in the trace (SWARM_TRACE) with its park and
- * its ready. Layers park through swarm_park_why; plain swarm_park says
- * SWARM_PARK_OTHER. Add a reason at the end and its name in trace.c. */
+ * its ready. Add a reason at the end and its name in trace.c. */
 enum swarm_park_reason {
   SWARM_PARK_OTHER = 0,
   SWARM_PARK_JOIN,
@@ -297,13 +303,27 @@ enum swarm_park_reason {
   SWARM_PARK_FINALIZE,
   SWARM_PARK_REASONS
 };
-static inline void swarm_park_why(swarm_commit_fn commit, void *arg,
-                                  enum swarm_park_reason why) {
-  struct swarm_thread *self = swarm_current_thread();
-  if (self)
-    self->park_reason = (uint8_t)why;
-  swarm_park(commit, arg);
-}
+/* A park's deadline. At or after `ns` (CLOCK_MONOTONIC), on whichever
+ * kernel thread notices first (the worker's timer, the monitor firing a
+ * stuck worker's timers, or the parked kernel thread itself when it is not
+ * a worker), core calls expire(self, arg) with the park's commit argument,
+ * once. expire takes the thread out of its wait list if it is still there
+ * and returns true; false if a waker took it out first (that waker readies
+ * it). It may run before the commit has returned, so it must take the lock
+ * the commit releases, as every waker does; it must not block, nor ready
+ * `self` (core does, when it returns true). */
+struct swarm_deadline {
+  uint64_t ns;
+  bool (*expire)(struct swarm_thread *self, void *arg);
+};
+/* Parks the calling thread (see the top of this file). deadline may be
+ * NULL. Returns 0 when a waker readied it (or the commit abandoned the
+ * park), ETIMEDOUT when the deadline's expire took it out, ENOMEM when no
+ * timer could be had: the park then expired at once (commit ran, then
+ * expire). Aborts when a kernel thread that is not a worker can get no
+ * descriptor (no memory): it could not be woken. */
+int swarm_park(swarm_commit_fn commit, void *arg, enum swarm_park_reason why,
+               const struct swarm_deadline *deadline);
 void swarm_ready(struct swarm_thread *t);
 
 /* ---- timers (timer.c) ---- */
@@ -331,11 +351,15 @@ static inline void timers_poll(struct worker *w) {
  * that holds upper-layer data in any of its slots[]; it may block. The sync
  * layer registers one (key destructors, its per-thread record). */
 extern void (*swarm_thread_exit_hook)(struct swarm_thread *self);
-/* In a child of fork(): forget the parent's workers (they did not survive
- * the fork) and make the runtime startable again on this kernel thread;
- * locks that another kernel thread may have held at the fork are
- * re-initialised. The caller's descriptor stays valid. */
-void runtime_reset_after_fork(void);
+/* In a child of fork() (called by the drop-in): forget the parent's
+ * runtime, whose workers did not survive the fork, and start a fresh one
+ * (swarm_init's config and results) on this kernel thread, in which the
+ * calling flow is the main thread with the descriptor it had: its handle,
+ * its upper layers' slots, and the objects that record it as owner carry
+ * over. Locks other kernel threads held at the fork are made free. If the
+ * start fails the descriptor stays the kernel thread's own (external). */
+int runtime_fork_child(const swarm_config_t *config);
+/* Their part of the fork child's reset (thread.c, stack.c). */
 void desc_table_after_fork(void);
 void stack_pool_after_fork(void);
 
@@ -374,7 +398,9 @@ void monitor_after_fork(void); /* forget the parent's monitor and spares */
 void spare_retire(struct worker *w); /* a spare with nothing to do */
 int monitor_spare_count(int nworkers);
 void *worker_main(void *arg); /* sched.c: a worker's kernel thread */
-bool worker_wake_sleeping(struct worker *w); /* sched.c: wake if asleep */
+/* sched.c: wakes w if it sleeps; true if it did. Callers that just
+ * published work issue a seq_cst fence first (sched.c's file comment). */
+bool worker_wake_sleeping(struct worker *w);
 
 /* ---- internal services used across core files ---- */
 int runtime_ensure_started(void);
@@ -565,7 +591,9 @@ int config_resolve(const swarm_config_t *in, int *workers, size_t *stack,
                    bool *bind, bool *stats);
 int config_parse_size(const char *s, size_t *out);
 
-/* sched.c: guard-page recognition for the overflow handler */
-size_t sched_describe_fault(void *addr, char *buf, size_t cap);
+/* fault.c: guard-page recognition for the overflow handler */
+size_t fault_describe(void *addr, char *buf, size_t cap);
+
+#pragma GCC visibility pop
 
 #endif

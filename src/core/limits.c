@@ -49,8 +49,8 @@
  * two workers refused at once print it once. The limits themselves are
  * written only by swarm_init, before any worker runs.
  *
- * Files are read with raw system calls: this object is linked into the
- * pthread drop-in too, which defines read and close for the program.
+ * Files are read with os/sys.h's raw system calls: this object is linked
+ * into the pthread drop-in too, which defines read and close for the program.
  *
  * Rejected: asking the kernel for less by guessing (a fixed smaller region
  * for everyone would cap the threads of programs that run unbounded);
@@ -68,10 +68,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "os/os.h"
+#include "os/sys.h"
 
 static struct {
   struct limits lim;
@@ -85,19 +85,19 @@ static struct {
 /* ---- reading files (raw system calls: see the file comment) ---- */
 
 static long read_small_file(const char *path, char *buf, size_t cap) {
-  int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+  int fd = (int)sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return -1;
   size_t n = 0;
   while (n + 1 < cap) {
-    long r = syscall(SYS_read, fd, buf + n, cap - 1 - n);
-    if (r < 0 && errno == EINTR)
+    long r = sys_read(fd, buf + n, cap - 1 - n);
+    if (r == -EINTR)
       continue;
     if (r <= 0)
       break;
     n += (size_t)r;
   }
-  syscall(SYS_close, fd);
+  sys_close(fd);
   buf[n] = '\0';
   return (long)n;
 }
@@ -316,18 +316,16 @@ void limits_malloc(int kernel_threads) {
 /* ---- the edge ---- */
 
 static uint64_t maps_count(void) {
-  int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps",
-                        O_RDONLY | O_CLOEXEC);
+  int fd = (int)sys_openat(AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return 0;
   char buf[4096];
   uint64_t lines = 0;
   long r;
-  while ((r = syscall(SYS_read, fd, buf, sizeof buf)) > 0 ||
-         (r < 0 && errno == EINTR))
+  while ((r = sys_read(fd, buf, sizeof buf)) > 0 || r == -EINTR)
     for (long i = 0; i < r; i++)
       lines += buf[i] == '\n';
-  syscall(SYS_close, fd);
+  sys_close(fd);
   return lines;
 }
 

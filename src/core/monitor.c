@@ -67,11 +67,11 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/core.h"
 #include "os/os.h"
+#include "os/sys.h"
 
 #define MONITOR_TICK_MIN_NS 500000ull   /* 0.5 ms */
 #define MONITOR_TICK_MAX_NS 10000000ull /* 10 ms */
@@ -178,19 +178,18 @@ static bool has_queued(struct worker *w) {
 }
 
 /* The scheduling state of kernel thread tid, from /proc ('R' running or
- * runnable, 'S' / 'D' blocked, ...); 0 if it cannot be read. Raw system
- * calls: in the drop-in, read and close are the program's interposers. */
+ * runnable, 'S' / 'D' blocked, ...); 0 if it cannot be read. */
 static char thread_state(int tid) {
   char path[64] = "/proc/self/task/", num[16], buf[256];
   size_t n = strlen(path);
   num[os_format_u64(num, (uint64_t)tid)] = 0;
   memcpy(path + n, num, strlen(num));
   memcpy(path + n + strlen(num), "/stat", 6);
-  long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+  long fd = sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return 0;
-  long len = syscall(SYS_read, (int)fd, buf, sizeof buf - 1);
-  syscall(SYS_close, (int)fd);
+  long len = sys_read((int)fd, buf, sizeof buf - 1);
+  sys_close((int)fd);
   if (len <= 0)
     return 0;
   buf[len] = 0;
@@ -320,7 +319,7 @@ void monitor_stop(void) {
   if (swarm_rt.monitor_started) {
     atomic_fetch_add(&swarm_rt.monitor_word, 1);
     os_futex_wake(&swarm_rt.monitor_word, 1);
-    pthread_join(swarm_rt.monitor_kthread, NULL);
+    os_thread_join(swarm_rt.monitor_kthread);
     swarm_rt.monitor_started = false;
   }
   for (int i = swarm_rt.nworkers; i < swarm_rt.nslots; i++) {
@@ -329,7 +328,7 @@ void monitor_stop(void) {
       continue;
     atomic_fetch_add(&w->spare_word, 1);
     os_futex_wake(&w->spare_word, 1);
-    pthread_join(w->kthread, NULL);
+    os_thread_join(w->kthread);
     w->spare_started = false;
   }
 }

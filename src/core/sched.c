@@ -1,6 +1,8 @@
 /*
- * core/sched.c — the portable scheduler: workers, work-first spawn, exit,
- * park/ready, yield, idle stealing and sleeping, start and stop.
+ * core/sched.c — the scheduler's worker side: ready queues, waking idle
+ * workers, making a thread runnable, and the worker loop (finding work,
+ * stealing, sleeping, quiescence). Spawn and exit are in spawn.c, park and
+ * ready in park.c, start and stop in runtime.c (core/sched.h lists them).
  *
  * Design (MassiveThreads' scheduler with PPL's idle workers):
  *
@@ -10,19 +12,6 @@
  *    threads. The kernel thread that starts the runtime becomes worker 0 and
  *    its flow the "main" swarm thread; worker 0's scheduler loop runs on a
  *    stack of its own, the other workers' on their kernel thread's stack.
- *
- *  - Work-first spawn. swarm_spawn switches straight from the parent to the
- *    child's fresh stack; the "after" step of that switch (arch/context.h),
- *    running on the child's stack once the parent is fully saved, pushes the
- *    parent on the deque. When the child exits, the worker takes the parent
- *    back from the bottom of the deque and switches to it: one switch each
- *    way, no scheduler context in between. If a thief stole the parent, the
- *    worker takes whatever else is local or goes to its scheduler loop.
- *
- *  - Every switch hands the resumed context the worker it now runs on (the
- *    transfer value of swarm_arch_switch). Code after a switch uses that, or
- *    worker_current(), never a worker pointer or TLS address from before the
- *    switch: the thread may have been stolen in between.
  *
  *  - Finding work, in order: own deque (bottom) -> own ready queue -> due
  *    timers and I/O (the io layer's poll hook, core.h) -> random victims'
@@ -66,190 +55,42 @@
  *    fence on every push (the 8%); no sleeping, as in MassiveThreads (an
  *    idle program burns every core).
  *
- *  - errno belongs to the thread: saved when a thread switches away
- *    (spawn, park) and restored in whatever kernel thread resumes it, through
- *    os_errno_get/set (os.h), which the compiler cannot cache across the
- * switch; a new thread starts with errno 0, as a new pthread does.
- *
  *  - Quiescence (swarm_finalize, and main calling swarm_exit) is detected by
  *    idle workers from per-worker spawned/exited counters that only their
  *    owner writes: read every exited count, then every spawned count; if
  *    the sums match, every thread spawned before the second read has exited.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-#include "arch/context.h"
 #include "core/core.h"
-#include "core/limits.h"
+#include "core/sched.h"
 #include "core/trace.h"
 #include "os/os.h"
-
-#ifdef SWARM_ASAN
-#include <sanitizer/common_interface_defs.h>
-#endif
 
 #define SPIN_ROUNDS 2000
 #define SLEEP_MIN_NS 1000000LL
 #define SLEEP_MAX_NS 256000000LL
-#define SCHED_STACK_SIZE ((size_t)256 * 1024)
-
-struct runtime swarm_rt = {.lifecycle_lock = PTHREAD_MUTEX_INITIALIZER};
-__thread struct worker *swarm_tls_worker
-    __attribute__((tls_model("initial-exec")));
-static __thread struct swarm_thread *tls_external;
-
-__attribute__((noinline, noipa)) struct worker *
-swarm_worker_current_slow(void) {
-  return swarm_tls_worker;
-}
-
-/* Clears the calling kernel thread's swarm_tls_worker. Its own function for
- * the reason worker_current is: code after a switch must not write through a
- * thread pointer read before it (aarch64 may read tpidr_el0 once at a
- * function's start; swarm_finalize then cleared the TLS of the worker main
- * had run on, not of the one it returned to — test_finalize, qemu-aarch64). */
-static __attribute__((noinline, noipa)) void tls_worker_clear(void) {
-  swarm_tls_worker = NULL;
-}
-
-/* ---- counters ---- */
-
-static inline void counter_inc(_Atomic uint64_t *c) {
-  /* Owner-only: no locked instruction. Release so that a reader that sees
-   * the count also sees what happened before it. On x86-64, where every
-   * store is a release store, that is one add to memory (its store is
-   * single-copy atomic; only the owner writes, so no update is lost). */
-#if defined(__x86_64__)
-  __asm__ volatile("addq $1, %0" : "+m"(*(volatile uint64_t *)c) : : "memory");
-#else
-  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
-                        memory_order_release);
-#endif
-}
-
-/* ---- context switches with sanitizer annotations ---- */
-
-static inline void stack_bounds_of(struct worker *w, struct swarm_thread *t,
-                                   const void **lo, size_t *size) {
-  if (t) {
-    *lo = t->stack.lo;
-    *size = t->stack.size;
-  } else {
-    *lo = w->sched_stack.lo;
-    *size = w->sched_stack.size;
-  }
-}
-
-/* Makes `next` (or, when NULL, the worker's scheduler context) the one w
- * runs and returns the stack pointer to switch to. */
-static inline void *enter_next(struct worker *w, struct swarm_thread *next) {
-  w->current = next;
-  if (!next)
-    return w->sched_sp;
-  w->stats.run++;
-  return next->sp;
-}
-
-/* Switches from the running context (saving into *save_sp) to `next`, or to
- * the worker's scheduler context when next is NULL. Returns, in the resumed
- * context, its worker. */
-static inline struct worker *switch_to(struct worker *w, void **save_sp,
-                                       struct swarm_thread *next,
-                                       void *(*after)(void *)) {
-  void *sp = enter_next(w, next);
-#ifdef SWARM_ASAN
-  void *fake = NULL;
-  const void *lo;
-  size_t size;
-  stack_bounds_of(w, next, &lo, &size);
-  __sanitizer_start_switch_fiber(&fake, lo, size);
-#else
-  (void)stack_bounds_of;
-#endif
-  w = swarm_arch_switch(save_sp, sp, after, w);
-#ifdef SWARM_ASAN
-  __sanitizer_finish_switch_fiber(fake, NULL, NULL);
-#endif
-  return w;
-}
-
-/* The same for a context that exits: nothing is saved. */
-_Noreturn static inline __attribute__((always_inline)) void
-resume_next(struct worker *w, struct swarm_thread *next,
-            void *(*after)(void *)) {
-  void *sp = enter_next(w, next);
-#ifdef SWARM_ASAN
-  const void *lo;
-  size_t size;
-  stack_bounds_of(w, next, &lo, &size);
-  __sanitizer_start_switch_fiber(NULL, lo, size); /* this fiber ends */
-#endif
-  if (__builtin_constant_p(after == NULL) && after == NULL)
-    swarm_arch_resume_plain(sp, w);
-  swarm_arch_resume(sp, after, w);
-}
-
-/* The exit's fast resume, as a tail call. The functions of the exit path
- * are not declared _Noreturn and end in calls in tail position, so GCC
- * makes them jumps: no frame, no stack alignment, nothing saved (it keeps
- * calls to _Noreturn functions as calls, for backtraces). They never
- * return all the same; their callers say so with __builtin_unreachable. */
-void swarm_arch_resume_plain_tail(void *new_sp,
-                                  void *arg) __asm__("swarm_arch_resume_plain")
-    __attribute__((visibility("hidden")));
-
-static inline __attribute__((always_inline)) void
-resume_plain_tail(struct worker *w, struct swarm_thread *next) {
-#ifdef SWARM_ASAN
-  resume_next(w, next, NULL);
-#else
-  swarm_arch_resume_plain_tail(enter_next(w, next), w);
-#endif
-}
 
 /* ---- ready queues ---- */
 
-static inline void queue_lock(struct ready_queue *q) {
-  for (;;) {
-    if (!atomic_exchange_explicit(&q->lock, 1, memory_order_acquire))
-      return;
-    while (atomic_load_explicit(&q->lock, memory_order_relaxed))
-      os_cpu_relax();
-  }
-}
-
-static inline void queue_unlock(struct ready_queue *q) {
-  atomic_store_explicit(&q->lock, 0, memory_order_release);
-}
-
-static inline uint32_t queue_count(struct ready_queue *q) {
-  return __atomic_load_n(&q->count, __ATOMIC_RELAXED);
-}
-
 void ready_queue_push(struct ready_queue *q, struct swarm_thread *t) {
   t->next = NULL;
-  queue_lock(q);
+  spin_lock(&q->lock);
   if (q->tail)
     q->tail->next = t;
   else
     q->head = t;
   q->tail = t;
   __atomic_store_n(&q->count, q->count + 1, __ATOMIC_RELAXED);
-  queue_unlock(q);
+  spin_unlock(&q->lock);
 }
 
 struct swarm_thread *ready_queue_pop(struct ready_queue *q,
                                      bool unpinned_only) {
   if (queue_count(q) == 0)
     return NULL;
-  queue_lock(q);
+  spin_lock(&q->lock);
   struct swarm_thread *prev = NULL, *t = q->head;
   while (t && unpinned_only && t->pinned_worker >= 0) {
     prev = t;
@@ -265,15 +106,13 @@ struct swarm_thread *ready_queue_pop(struct ready_queue *q,
     t->next = NULL;
     __atomic_store_n(&q->count, q->count - 1, __ATOMIC_RELAXED);
   }
-  queue_unlock(q);
+  spin_unlock(&q->lock);
   return t;
 }
 
 /* ---- waking idle workers ---- */
 
-/* Wakes w if it sleeps. Returns true if it did. Callers that just published
- * work issue a seq_cst fence first (see the file comment). */
-static bool worker_wake_if_sleeping(struct worker *w) {
+bool worker_wake_sleeping(struct worker *w) {
   uint32_t one = 1;
   if (atomic_load_explicit(&w->sleeping, memory_order_relaxed) == 0 ||
       !atomic_compare_exchange_strong_explicit(
@@ -291,52 +130,35 @@ static bool worker_wake_if_sleeping(struct worker *w) {
   return true;
 }
 
-bool worker_wake_sleeping(struct worker *w) { /* for the monitor */
-  return worker_wake_if_sleeping(w);
-}
-
 void worker_wake(struct worker *w) {
   atomic_thread_fence(memory_order_seq_cst);
-  worker_wake_if_sleeping(w);
+  worker_wake_sleeping(w);
 }
 
-static void wake_one(struct worker *self);
-
-/* Hands t to `target` through its ready queue and wakes it, or, when it is
- * awake and t may run anywhere, some idle worker that can steal t. */
-static void queue_push_and_wake(struct worker *target, struct swarm_thread *t,
-                                struct worker *self) {
+void queue_push_and_wake(struct worker *target, struct swarm_thread *t,
+                         struct worker *self) {
   ready_queue_push(&target->queue, t);
   atomic_thread_fence(memory_order_seq_cst);
-  if (target != self && worker_wake_if_sleeping(target))
+  if (target != self && worker_wake_sleeping(target))
     return;
   if (t->pinned_worker < 0 &&
       atomic_load_explicit(&swarm_rt.idle_workers, memory_order_relaxed) > 0)
     wake_one(target);
 }
 
-/* Wakes one sleeping worker other than `self` (may be NULL), if any. */
-static void wake_one(struct worker *self) {
+void wake_one(struct worker *self) {
   int n = swarm_rt.nworkers;
   int start = self ? self->id + 1 : 0;
   for (int i = 0; i < n; i++) {
     struct worker *v = &swarm_rt.workers[(start + i) % n];
-    if (v != self && worker_wake_if_sleeping(v))
+    if (v != self && worker_wake_sleeping(v))
       return;
   }
 }
 
-static inline void wake_if_idle(struct worker *w) {
-  if (unlikely(atomic_load_explicit(&swarm_rt.idle_workers,
-                                    memory_order_relaxed) > 0))
-    wake_one(w);
-}
-
-/* Makes t runnable from worker w: its deque, or a ready queue for a pinned
- * thread (only its worker may run it, and deques are open to thieves). */
-static void make_runnable_slow(struct worker *w, struct swarm_thread *t) {
+void make_runnable_slow(struct worker *w, struct swarm_thread *t) {
   if (unlikely(t->kind == THREAD_EXTERNAL)) {
-    /* A kernel thread blocked in external_park: wake its futex. */
+    /* A kernel thread parked in park.c's external_park: its futex. */
     atomic_store_explicit(&t->wake_word, 1, memory_order_release);
     os_futex_wake(&t->wake_word, 1);
     return;
@@ -356,525 +178,7 @@ static void make_runnable_slow(struct worker *w, struct swarm_thread *t) {
   wake_if_idle(w);
 }
 
-static inline void make_runnable(struct worker *w, struct swarm_thread *t) {
-  int pushed;
-  if (likely(t->kind != THREAD_EXTERNAL && t->pinned_worker < 0 &&
-             (pushed = deque_push(&w->deque, t)))) {
-    if (unlikely(pushed == DEQUE_PUSHED_INTO_EMPTY))
-      atomic_thread_fence(memory_order_seq_cst); /* see the file comment */
-    wake_if_idle(w);
-    return;
-  }
-  make_runnable_slow(w, t);
-}
-
-/* Runnable work on this worker, without stealing. */
-static inline __attribute__((always_inline)) struct swarm_thread *
-local_next(struct worker *w) {
-  struct swarm_thread *t = deque_take(&w->deque);
-  if (likely(t) || likely(queue_count(&w->queue) == 0))
-    return t;
-  return ready_queue_pop(&w->queue, false);
-}
-
-/* ---- "after" steps, run on the new stack (arch/context.h) ---- */
-
-static void *after_push_parent(void *arg) {
-  struct worker *w = arg;
-  make_runnable(w, w->handoff);
-  return w;
-}
-
-static void *after_wake_idle(void *arg) { /* push_parent_early's parent */
-  struct worker *w = arg;
-  wake_one(w);
-  return w;
-}
-
-static void *after_park(void *arg) {
-  struct worker *w = arg;
-  if (!w->park_commit(w->handoff, w->park_arg))
-    make_runnable(w, w->handoff);
-  return w;
-}
-
-static void *after_release_stack(void *arg) {
-  struct worker *w = arg;
-  stack_release(w, w->dead_stack);
-  return w;
-}
-
-/* Traced twins of the three, chosen by trace_start (trace.h): the switch
- * closes the old run slice and opens the new one, then the plain step. */
-static void *after_push_parent_traced(void *arg) {
-  struct worker *w = arg;
-  uint64_t now = trace_now();
-  trace_put(w->trace, TR_SPAWN, now, trace_id(w->handoff), trace_id(w->current),
-            0);
-  trace_switch_at(w->trace, now, w->current);
-  return after_push_parent(arg);
-}
-
-static void *after_park_traced(void *arg) {
-  struct worker *w = arg; /* the parked thread is not ours after commit */
-  uint64_t now = trace_now();
-  trace_put(w->trace, TR_PARK, now, trace_id(w->handoff), 0,
-            w->handoff->park_reason);
-  trace_switch_at(w->trace, now, w->current);
-  return after_park(arg);
-}
-
-static void *after_release_stack_traced(void *arg) {
-  struct worker *w = arg;
-  trace_switch(w->trace, w->current);
-  return after_release_stack(arg);
-}
-
-static void *after_main_exit_traced(void *arg) {
-  struct worker *w = arg;
-  trace_switch(w->trace, w->current);
-  return w;
-}
-
-/* ---- thread start and exit ---- */
-
-static void user_thread_exit(void *result);
-
-/* Where a thread made by swarm_spawn starts when it is not started by
- * swarm_arch_spawn (an after step, a spawn from a non-worker, ASan). */
-static void thread_entry(void *transfer) {
-#ifdef SWARM_ASAN
-  __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
-#endif
-  struct worker *w = transfer;
-  struct swarm_thread *t = w->current;
-  os_errno_set(0);
-  user_thread_exit(t->fn(t->arg));
-  __builtin_unreachable();
-}
-
-static bool all_threads_exited(void) {
-  /* Exited first, then spawned: see the file comment. */
-  uint64_t exited = 0, spawned = 0;
-  for (int i = 0; i < swarm_rt.nslots; i++) /* spares count too */
-    exited += atomic_load_explicit(&swarm_rt.workers[i].stat_exited_pub,
-                                   memory_order_acquire);
-  for (int i = 0; i < swarm_rt.nslots; i++)
-    spawned += atomic_load_explicit(&swarm_rt.workers[i].stat_spawned_pub,
-                                    memory_order_acquire);
-  spawned +=
-      atomic_load_explicit(&swarm_rt.external_spawned, memory_order_acquire);
-  return spawned == exited;
-}
-
-void (*swarm_thread_exit_hook)(struct swarm_thread *self);
-
-/* The exiting thread's joiner is parked on it: make it runnable. Out of
- * line, so that its trace point does not weigh on the exit's fast
- * path (the joiner usually finds the thread exited and never parks). */
-static __attribute__((noinline)) void ready_joiner(struct worker *w,
-                                                   struct swarm_thread *j) {
-  TRACE_READY(w, j);
-  make_runnable(w, j);
-}
-
-/* Upper layers' exit work (core.h: swarm_thread_exit_hook), for a thread
- * with something in its slots. It may block, so callers read their worker
- * only afterwards. */
-static __attribute__((noinline)) void thread_exit_work(struct swarm_thread *t) {
-  if (swarm_thread_exit_hook)
-    swarm_thread_exit_hook(t);
-}
-
-static inline bool thread_has_exit_work(struct swarm_thread *t) {
-  return ((uintptr_t)t->slots[SLOT_SYNC] | (uintptr_t)t->slots[SLOT_PTHREAD]) !=
-         0;
-}
-
-/* A joiner is parked on t (WAITER) or t is detached: ready the joiner, or
- * retire the descriptor. */
-static void exit_notify(struct worker *w, struct swarm_thread *t,
-                        uint64_t old) {
-  if (old & CTL_WAITER)
-    ready_joiner(w, t->joiner);
-  else
-    desc_release(w, t);
-}
-
-/* Publishes t's exit with its result and returns the control word before.
- * After this the descriptor may be released by a joiner at any moment, so
- * it is not touched again unless WAITER says a joiner is parked (and cannot
- * release it before we ready it). EXITED is set once, so an add is the or;
- * it needs no CAS loop. */
-static inline uint64_t exit_publish(struct swarm_thread *t, void *result) {
-  t->result = result;
-  return atomic_fetch_add_explicit(&t->control, CTL_EXITED,
-                                   memory_order_acq_rel);
-}
-
-/* The exit's last step, the general way: `next` is what the deque gave
- * (NULL: look in the ready queue), any stack (the after step releases it
- * once we are off it). */
-static __attribute__((noinline)) void
-exit_switch_slow(struct worker *w, struct stack_ref dead,
-                 struct swarm_thread *next) {
-  if (!next && queue_count(&w->queue) != 0)
-    next = ready_queue_pop(&w->queue, false);
-  void *(*after)(void *) = w->after_exit;
-  if (stack_release_running(w, dead))
-    resume_next(w, next, NULL);
-  w->dead_stack = dead;
-  resume_next(w, next, after ? after : after_release_stack);
-}
-
-/* The exit's last step: count it, leave for the next local thread. The
- * common case (a thread in the deque, the plain steps, a cached stack)
- * makes no call but the switch, so the exit path keeps nothing in
- * callee-saved registers; the rest is exit_switch_slow. With the plain
- * steps (after_exit NULL) the stack goes back to the cache now, while we
- * still run on it (stack_release_running). */
-static inline __attribute__((always_inline)) void
-exit_switch(struct worker *w, struct stack_ref dead) {
-  counter_inc(&w->stat_exited_pub);
-  struct swarm_thread *next = deque_take(&w->deque);
-  if (likely(next) && likely(stack_release_running(w, dead))) {
-    resume_plain_tail(w, next);
-    return;
-  }
-  exit_switch_slow(w, dead, next);
-}
-
-/* A published exit with a joiner to wake or a detached descriptor to
- * release. WAITER/DETACHED keep t ours until then (see exit_publish), so
- * its stack can still be read here, before exit_notify lets it go. */
-static __attribute__((noinline)) void
-exit_notify_switch(struct worker *w, struct swarm_thread *t, uint64_t old) {
-  struct stack_ref dead = t->stack;
-  exit_notify(w, t, old);
-  exit_switch(w, dead);
-}
-
-/* user_thread_exit for a thread with exit work (the hook may block). */
-static __attribute__((noinline)) void
-user_thread_exit_slow(struct swarm_thread *t, void *result) {
-  thread_exit_work(t);
-  struct worker *w = worker_current(); /* the hook may have moved us */
-  struct stack_ref dead = t->stack;
-  uint64_t old = exit_publish(t, result);
-  if (old & (CTL_WAITER | CTL_DETACHED)) {
-    exit_notify_switch(w, t, old);
-    return;
-  }
-  exit_switch(w, dead);
-}
-
-/* The end of every thread made by swarm_spawn (swarm_arch_spawn calls it
- * with fn's result; thread_entry, swarm_exit). Never returns (see
- * resume_plain_tail for why it is not declared so). */
-static __attribute__((noinline)) void user_thread_exit(void *result) {
-  struct worker *w = worker_current();
-  struct swarm_thread *t = w->current;
-  if (unlikely(thread_has_exit_work(t))) {
-    user_thread_exit_slow(t, result);
-    return;
-  }
-  struct stack_ref dead = t->stack;
-  uint64_t old = exit_publish(t, result);
-  if (unlikely(old & (CTL_WAITER | CTL_DETACHED))) {
-    exit_notify_switch(w, t, old);
-    return;
-  }
-  exit_switch(w, dead);
-}
-
-/* The main flow ends (swarm_exit from main): its kernel thread's stack is
- * not ours to release; swarm_finalize's waiter learns it from main_exited. */
-_Noreturn static void main_thread_finish(struct swarm_thread *t, void *result) {
-  if (thread_has_exit_work(t))
-    thread_exit_work(t);
-  struct worker *w = worker_current();
-  atomic_store_explicit(&swarm_rt.main_exited, true, memory_order_release);
-  uint64_t old = exit_publish(t, result);
-  if (old & (CTL_WAITER | CTL_DETACHED))
-    exit_notify(w, t, old);
-  resume_next(w, local_next(w), swarm_rt.after_main_exit);
-}
-
-_Noreturn void swarm_exit(void *result) {
-  struct worker *w = worker_current();
-  if (!w || !w->current) {
-    static const char msg[] =
-        "swarm: swarm_exit called from a kernel thread that is not a swarm "
-        "thread\n";
-    os_write_stderr(msg, sizeof msg - 1);
-    abort();
-  }
-  struct swarm_thread *t = w->current;
-  if (t->kind == THREAD_MAIN)
-    main_thread_finish(t, result);
-  user_thread_exit(result);
-  __builtin_unreachable();
-}
-
-/* ---- spawn ---- */
-
-static void thread_init(struct swarm_thread *t, void *(*fn)(void *), void *arg,
-                        bool detached) {
-  /* result, joiner and next are written before anything reads them (exit,
-   * join's park, a list insertion), so they are not cleared here; kind and
-   * pinned_worker are already USER and -1 in a free descriptor (core.h). */
-  t->fn = fn;
-  t->arg = arg;
-  for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
-    t->slots[i] = NULL;
-  if (detached)
-    atomic_fetch_or_explicit(&t->control, CTL_DETACHED, memory_order_relaxed);
-}
-
-/* Spawn from a kernel thread that is not a worker: hand the new thread to a
- * worker through its ready queue. */
-static int spawn_external(swarm_thread_t *out, size_t size, bool detached,
-                          void *(*fn)(void *), void *arg) {
-  struct swarm_thread *t = desc_alloc(NULL);
-  if (!t)
-    return EAGAIN;
-  if (stack_alloc(NULL, size, &t->stack) != 0) {
-    desc_release(NULL, t);
-    return EAGAIN;
-  }
-  thread_init(t, fn, arg, detached);
-  if (out)
-    *out = desc_handle(t);
-  t->sp = swarm_arch_prepare(thread_stack_top(t->stack), thread_entry);
-  atomic_fetch_add_explicit(&swarm_rt.external_spawned, 1,
-                            memory_order_acq_rel);
-  uint32_t k =
-      atomic_fetch_add_explicit(&swarm_rt.external_rr, 1, memory_order_relaxed);
-  queue_push_and_wake(&swarm_rt.workers[k % (uint32_t)swarm_rt.nworkers], t,
-                      NULL);
-  return 0;
-}
-
-/* The fast way to publish a spawning parent, when the back end stores the
- * saved stack pointer last (arch/context.h: SWARM_ARCH_PUBLISH_LAST) and
- * tracing is off (w->after_spawn is NULL then): push it on the deque now,
- * before the switch, with its sp cleared; a thief that takes it waits in
- * thread_wait_saved until the switch has stored the sp, after which the old
- * worker no longer writes to the parent's stack. This saves the after step's
- * call and reloads. Returns NULL when that is all, or the after step that
- * must finish the job on the child's stack: after_push_parent for a pinned
- * parent or a full deque (it grows it), after_wake_idle when a worker
- * sleeps. So the fast path makes no call before the switch, and nothing of
- * it lives in callee-saved registers. */
-static inline void *(*push_parent_early(struct worker *w,
-                                        struct swarm_thread *parent))(void *) {
-  if (unlikely(parent->pinned_worker >= 0))
-    return after_push_parent;
-  __atomic_store_n(&parent->sp, NULL, __ATOMIC_RELAXED);
-  int pushed = deque_try_push(&w->deque, parent);
-  if (unlikely(!pushed))
-    return after_push_parent;
-  if (unlikely(pushed == DEQUE_PUSHED_INTO_EMPTY))
-    atomic_thread_fence(memory_order_seq_cst); /* see the file comment */
-  if (unlikely(atomic_load_explicit(&swarm_rt.idle_workers,
-                                    memory_order_relaxed) > 0))
-    return after_wake_idle;
-  return NULL;
-}
-
-/* Work-first spawn on worker w: run the child now; the parent is pushed on
- * the deque before the switch (push_parent_early) or by the after step once
- * it is fully saved. The child's first transfer value is w (thread_entry). */
-static inline __attribute__((always_inline)) int
-spawn_here(struct worker *w, swarm_thread_t *out, size_t size, bool detached,
-           void *(*fn)(void *), void *arg) {
-  struct swarm_thread *t = desc_alloc(w);
-  if (unlikely(!t))
-    return EAGAIN;
-  if (unlikely(stack_alloc(w, size, &t->stack) != 0)) {
-    desc_release(w, t);
-    return EAGAIN;
-  }
-  thread_init(t, fn, arg, detached);
-  if (out)
-    *out = desc_handle_free(t);
-  counter_inc(&w->stat_spawned_pub);
-  struct swarm_thread *parent = w->current;
-  parent->saved_errno = os_errno_take(); /* the child starts with 0 */
-  void *(*after)(void *) = w->after_spawn;
-  if (likely(!after))
-    after = push_parent_early(w, parent);
-  w->current = t; /* its first run is counted by stat_spawned_pub */
-#ifdef SWARM_ASAN
-  void *fake = NULL;
-  __sanitizer_start_switch_fiber(&fake, t->stack.lo, t->stack.size);
-#else
-  if (likely(!after)) /* fn runs straight on the fresh stack */
-    w = swarm_arch_spawn(&parent->sp, thread_stack_top(t->stack), fn, arg,
-                         user_thread_exit);
-  else
-#endif
-  {
-    w->handoff = parent; /* for the after step */
-    w = swarm_arch_start(&parent->sp, thread_stack_top(t->stack), thread_entry,
-                         after, w);
-  }
-#ifdef SWARM_ASAN
-  __sanitizer_finish_switch_fiber(fake, NULL, NULL);
-#endif
-  /* Resumed, perhaps on another kernel thread (w is the one we are on now,
-   * and its current thread is us): our errno back. Nothing else is live
-   * across the switch, so the fast path needs no callee-saved registers. */
-  os_errno_set(w->current->saved_errno);
-  return 0;
-}
-
-/* Everything but the common case: attributes, bad arguments, a caller that
- * is not a worker, a runtime not started yet. */
-static __attribute__((noinline)) int spawn_general(swarm_thread_t *out,
-                                                   const swarm_attr_t *attr,
-                                                   void *(*fn)(void *),
-                                                   void *arg) {
-  size_t size = 0;
-  bool detached = false;
-  if (attr) {
-    if (attr->magic_ != SWARM_ATTR_MAGIC)
-      return EINVAL;
-    size = attr->stack_size_;
-    detached = attr->detached_ != 0;
-  }
-  if (!fn || (!out && !detached))
-    return EINVAL;
-  struct worker *w = worker_current();
-  if (!w) {
-    int r = runtime_ensure_started();
-    if (r)
-      return r;
-    w = worker_current();
-  }
-  if (size == 0)
-    size = swarm_rt.default_stack;
-  else
-    size = (size + os_page_size() - 1) & ~(os_page_size() - 1);
-  if (!w)
-    return spawn_external(out, size, detached, fn, arg);
-  return spawn_here(w, out, size, detached, fn, arg);
-}
-
-int swarm_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
-                void *(*fn)(void *), void *arg) {
-  struct worker *w = worker_current();
-  /* The fast path needs both caches non-empty, so that it makes no call
-   * before the switch; refills happen in spawn_general. */
-  if (unlikely(attr || !fn || !out || !w || !w->descs.head || !w->stacks.head))
-    return spawn_general(out, attr, fn, arg);
-  return spawn_here(w, out, swarm_rt.default_stack, false, fn, arg);
-}
-
-/* ---- park / ready ---- */
-
-struct swarm_thread *swarm_current_thread(void) {
-  struct worker *w = worker_current();
-  if (w)
-    return w->current;
-  if (tls_external)
-    return tls_external;
-  struct swarm_thread *t = desc_alloc(NULL);
-  if (!t)
-    return NULL;
-  t->kind = THREAD_EXTERNAL;
-  t->pinned_worker = -1;
-  t->fn = NULL;
-  t->next = NULL;
-  t->stack.lo = NULL;
-  t->stack.size = 0;
-  atomic_store(&t->wake_word, 0);
-  for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
-    t->slots[i] = NULL;
-  /* Not joinable: it is a kernel thread, joined with pthread_join. */
-  atomic_fetch_or(&t->control, CTL_DETACHED | CTL_SPECIAL);
-  tls_external = t;
-  return t;
-}
-
-static void external_park(swarm_commit_fn commit, void *arg) {
-  struct swarm_thread *self = swarm_current_thread();
-  if (!self) {
-    /* Cannot get a descriptor: wait by polling the commit's outcome is not
-     * possible either; fail loudly rather than corrupt a wait list. */
-    static const char msg[] = "swarm: out of memory for a kernel thread's "
-                              "descriptor while blocking\n";
-    os_write_stderr(msg, sizeof msg - 1);
-    abort();
-  }
-  atomic_store_explicit(&self->wake_word, 0, memory_order_relaxed);
-  if (!commit(self, arg))
-    return;
-  while (atomic_load_explicit(&self->wake_word, memory_order_acquire) == 0)
-    os_futex_wait(&self->wake_word, 0, -1);
-}
-
-void swarm_park(swarm_commit_fn commit, void *arg) {
-  struct worker *w = worker_current();
-  if (!w) {
-    external_park(commit, arg);
-    return;
-  }
-  /* No timers_poll here: callers park holding the lock their commit
-   * releases, and a due timer's callback may need that very lock (a timed
-   * waiter's timeout takes its object's lock) — a self-deadlock, found by
-   * tests/sync/test_sync_mutex_contention. */
-  struct swarm_thread *self = w->current;
-  w->park_commit = commit;
-  w->park_arg = arg;
-  w->handoff = self;
-  w->stats.parks++;
-  self->saved_errno = os_errno_get();
-  switch_to(w, &self->sp, local_next(w), w->after_park);
-  os_errno_set(self->saved_errno);
-}
-
-void swarm_ready(struct swarm_thread *t) {
-  struct worker *w = worker_current();
-  TRACE_READY(w, t);
-  if (w || t->kind == THREAD_EXTERNAL) {
-    make_runnable(w, t);
-    return;
-  }
-  int idx = t->pinned_worker;
-  if (idx < 0)
-    idx = (int)(atomic_fetch_add_explicit(&swarm_rt.external_rr, 1,
-                                          memory_order_relaxed) %
-                (uint32_t)swarm_rt.nworkers);
-  queue_push_and_wake(&swarm_rt.workers[idx], t, NULL);
-}
-
-static bool commit_requeue(struct swarm_thread *self, void *arg) {
-  (void)arg;
-  struct worker *w = worker_current(), *target = w;
-  if (self->pinned_worker >= 0)
-    target = &swarm_rt.workers[self->pinned_worker];
-  if (target == w)
-    ready_queue_push(&w->queue, self); /* we run it ourselves: no wake */
-  else
-    queue_push_and_wake(target, self, w);
-  return true;
-}
-
-void swarm_yield(void) {
-  struct worker *w = worker_current();
-  if (!w) {
-    sched_yield();
-    return;
-  }
-  timers_poll(w);
-  /* Nothing else runnable here: yielding would only come straight back. */
-  if (deque_size(&w->deque) == 0 && queue_count(&w->queue) == 0)
-    return;
-  swarm_park_why(commit_requeue, NULL, SWARM_PARK_YIELD);
-}
-
-/* ---- the scheduler loop ---- */
+/* ---- the worker loop ---- */
 
 /* A thread taken from a deque by a thief may be a parent its worker pushed
  * before switching away from it (spawn_here): wait until its context is
@@ -885,7 +189,7 @@ static inline void thread_wait_saved(struct swarm_thread *t) {
     if (spins < 1024)
       os_cpu_relax();
     else /* the owner was preempted inside that window: let it run */
-      sched_yield();
+      os_yield();
   }
 }
 
@@ -925,6 +229,20 @@ static struct swarm_thread *steal_round(struct worker *w) {
     }
   }
   return NULL;
+}
+
+static bool all_threads_exited(void) {
+  /* Exited first, then spawned: see the file comment. */
+  uint64_t exited = 0, spawned = 0;
+  for (int i = 0; i < swarm_rt.nslots; i++) /* spares count too */
+    exited += atomic_load_explicit(&swarm_rt.workers[i].stat_exited_pub,
+                                   memory_order_acquire);
+  for (int i = 0; i < swarm_rt.nslots; i++)
+    spawned += atomic_load_explicit(&swarm_rt.workers[i].stat_spawned_pub,
+                                    memory_order_acquire);
+  spawned +=
+      atomic_load_explicit(&swarm_rt.external_spawned, memory_order_acquire);
+  return spawned == exited;
 }
 
 static bool work_visible(void) {
@@ -1041,7 +359,7 @@ static void sched_loop(struct worker *w) {
 }
 
 /* Worker 0's scheduler runs on its own stack, entered like a thread. */
-static void sched_entry(void *transfer) {
+void sched_entry(void *transfer) {
 #ifdef SWARM_ASAN
   __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
 #endif
@@ -1054,7 +372,7 @@ static void sched_entry(void *transfer) {
 void *worker_main(void *arg) { /* also the spares' (monitor.c) */
   struct worker *w = arg;
   swarm_tls_worker = w;
-  w->tid = (int)syscall(SYS_gettid); /* the monitor reads its state */
+  w->tid = os_thread_id(); /* the monitor reads its state */
   if (swarm_rt.bind)
     os_bind_self(swarm_rt.cpus[w->id % swarm_rt.ncpus]);
   w->altstack = os_altstack_install();
@@ -1068,334 +386,4 @@ void *worker_main(void *arg) { /* also the spares' (monitor.c) */
   w->altstack = NULL;
   swarm_tls_worker = NULL;
   return NULL;
-}
-
-/* ---- stack overflow recognition (called from the signal handler) ---- */
-
-static size_t append(char *buf, size_t n, size_t cap, const char *s) {
-  while (*s && n < cap)
-    buf[n++] = *s++;
-  return n;
-}
-
-size_t sched_describe_fault(void *addr, char *buf, size_t cap) {
-  struct worker *w = worker_current();
-  if (!w)
-    return 0;
-  char *a = addr;
-  size_t guard = swarm_rt.guard_size;
-  struct swarm_thread *t = w->current;
-  char num[32];
-  size_t n = 0;
-  if (t && t->kind == THREAD_USER && a >= t->stack.lo - guard &&
-      a < t->stack.lo) {
-    n = append(buf, n, cap, "swarm: stack overflow in thread ");
-    num[os_format_hex(num, desc_handle(t))] = 0;
-    n = append(buf, n, cap, num);
-    n = append(buf, n, cap, " (start routine ");
-    num[os_format_hex(num, (uint64_t)(uintptr_t)t->fn)] = 0;
-    n = append(buf, n, cap, num);
-    n = append(buf, n, cap, ", stack size ");
-    num[os_format_u64(num, t->stack.size)] = 0;
-    n = append(buf, n, cap, num);
-    n = append(buf, n, cap, " bytes, guard page hit at ");
-    num[os_format_hex(num, (uint64_t)(uintptr_t)addr)] = 0;
-    n = append(buf, n, cap, num);
-    n = append(buf, n, cap,
-               ").\nswarm: give it a larger stack with "
-               "swarm_attr_setstacksize(), or raise the default with "
-               "SWARM_STACK_SIZE (e.g. SWARM_STACK_SIZE=1M).\n");
-    return n;
-  }
-  if (!t && w->id == 0 && w->sched_stack.lo && a >= w->sched_stack.lo - guard &&
-      a < w->sched_stack.lo) {
-    n = append(buf, n, cap,
-               "swarm: stack overflow in worker 0's scheduler stack\n");
-    return n;
-  }
-  return 0;
-}
-
-/* ---- start and stop ---- */
-
-static void stats_at_exit(void) {
-  if (atomic_load(&swarm_rt.state) == RT_RUNNING && swarm_rt.print_stats)
-    swarm_stats_print();
-}
-
-static void workers_release(int nslots) {
-  for (int i = 0; i < nslots; i++) {
-    struct worker *w = &swarm_rt.workers[i];
-    stack_cache_flush(w);
-    desc_cache_flush(w);
-    deque_destroy(&w->deque);
-    timers_destroy(w);
-  }
-  free(swarm_rt.workers);
-  swarm_rt.workers = NULL;
-  stack_pool_shutdown();
-}
-
-int swarm_init(const swarm_config_t *config) {
-  int nworkers;
-  size_t stack;
-  bool bind, stats;
-  int r = config_resolve(config, &nworkers, &stack, &bind, &stats);
-  if (r)
-    return r;
-  limits_read(); /* what the reservations below are sized from */
-  pthread_mutex_lock(&swarm_rt.lifecycle_lock);
-  if (atomic_load(&swarm_rt.state) != RT_OFF) {
-    pthread_mutex_unlock(&swarm_rt.lifecycle_lock);
-    return EBUSY;
-  }
-  atomic_store(&swarm_rt.state, RT_STARTING);
-  swarm_rt.nworkers = nworkers;
-  swarm_rt.default_stack = stack;
-  swarm_rt.bind = bind;
-  swarm_rt.print_stats = stats;
-  /* Programs may close stderr before exit (xz does): keep our own copy so
-   * the counters printed at exit still reach the terminal. */
-  swarm_rt.stats_fd = stats ? fcntl(2, F_DUPFD_CLOEXEC, 3) : -1;
-  swarm_rt.guard_size = os_page_size();
-  swarm_rt.ncpus = os_cpus_allowed(swarm_rt.cpus, SWARM_MAX_WORKERS);
-  if (swarm_rt.ncpus > SWARM_MAX_WORKERS)
-    swarm_rt.ncpus = SWARM_MAX_WORKERS;
-  atomic_store(&swarm_rt.idle_workers, 0);
-  atomic_store(&swarm_rt.external_spawned, 0);
-  atomic_store(&swarm_rt.finalize_waiter, NULL);
-  atomic_store(&swarm_rt.main_exited, false);
-
-  /* Spare workers (monitor.c) follow the regular ones in the array. */
-  int nslots = nworkers + monitor_spare_count(nworkers);
-  swarm_rt.nslots = nslots;
-  limits_malloc(nslots); /* glibc's arena per worker (limits.c) */
-  size_t bytes = sizeof(struct worker) * (size_t)nslots;
-  swarm_rt.workers = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-  if (!swarm_rt.workers)
-    goto fail_nomem;
-  memset(swarm_rt.workers, 0, bytes);
-  for (int i = 0; i < nslots; i++) {
-    struct worker *w = &swarm_rt.workers[i];
-    w->id = i;
-    atomic_init(&w->timers.earliest_ns, UINT64_MAX);
-    w->rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1) ^ (uint64_t)getpid();
-    if (!w->rng)
-      w->rng = 1;
-    if (deque_init(&w->deque, 256) != 0) {
-      for (int j = 0; j < i; j++)
-        deque_destroy(&swarm_rt.workers[j].deque);
-      free(swarm_rt.workers);
-      swarm_rt.workers = NULL;
-      goto fail_nomem;
-    }
-  }
-  os_overflow_handler_install(sched_describe_fault);
-  os_errno_init();
-
-  /* Worker 0: this kernel thread; its flow becomes the main swarm thread. */
-  struct worker *w0 = &swarm_rt.workers[0];
-  struct swarm_thread *main_t = desc_alloc(NULL);
-  if (!main_t || stack_alloc(w0, SCHED_STACK_SIZE, &w0->sched_stack) != 0) {
-    if (main_t)
-      desc_release(NULL, main_t);
-    workers_release(nslots);
-    goto fail_nomem;
-  }
-  main_t->kind = THREAD_MAIN;
-  atomic_fetch_or(&main_t->control, CTL_SPECIAL); /* see core.h */
-  main_t->pinned_worker = -1;
-  main_t->fn = NULL;
-  main_t->next = NULL;
-  main_t->joiner = NULL;
-  for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
-    main_t->slots[i] = NULL;
-  void *lo;
-  size_t size;
-  os_thread_stack_bounds(&lo, &size);
-  main_t->stack.lo = lo;
-  main_t->stack.size = size;
-  swarm_rt.main_thread = main_t;
-  swarm_rt.init_kthread = pthread_self();
-  w0->kthread = pthread_self();
-  w0->tid = (int)syscall(SYS_gettid); /* the monitor reads its state */
-  w0->current = main_t;
-  /* Plain steps: NULL where the work is done before the switch (spawn_here,
-   * exit_switch), which needs SWARM_ARCH_PUBLISH_LAST for the spawn and a
-   * build without ASan for the exit (stack_release_running). */
-  static const struct trace_steps plain =
-                                      {
-#ifdef SWARM_ARCH_PUBLISH_LAST
-                                          NULL,
-#else
-                                          after_push_parent,
-#endif
-#ifdef SWARM_ASAN
-                                          after_release_stack,
-#else
-                                          NULL,
-#endif
-                                          after_park},
-                                  traced = {after_push_parent_traced,
-                                            after_release_stack_traced,
-                                            after_park_traced};
-  swarm_rt.after_main_exit =
-      trace_start(&plain, &traced) ? after_main_exit_traced : NULL;
-  w0->altstack = os_altstack_install();
-  w0->sched_sp = swarm_arch_prepare(w0->sched_stack.lo + w0->sched_stack.size,
-                                    sched_entry);
-  swarm_tls_worker = w0;
-  if (bind)
-    os_bind_self(swarm_rt.cpus[0]);
-  atomic_store(&swarm_rt.state, RT_RUNNING);
-
-  for (int i = 1; i < nworkers; i++) {
-    struct worker *w = &swarm_rt.workers[i];
-    if (os_thread_start(&w->kthread, worker_main, w) != 0) {
-      limits_refused("a worker's kernel thread", OS_THREAD_STACK, LIMIT_KERNEL);
-      /* Stop the ones that started, undo everything, report EAGAIN. */
-      atomic_store(&swarm_rt.state, RT_STOPPING);
-      for (int j = 1; j < i; j++) {
-        worker_wake_if_sleeping(&swarm_rt.workers[j]);
-        pthread_join(swarm_rt.workers[j].kthread, NULL);
-      }
-      trace_stop();
-      swarm_tls_worker = NULL;
-      os_altstack_release(w0->altstack);
-      stack_release(NULL, w0->sched_stack);
-      desc_release(NULL, main_t);
-      swarm_rt.main_thread = NULL;
-      workers_release(nslots);
-      atomic_store(&swarm_rt.state, RT_OFF);
-      pthread_mutex_unlock(&swarm_rt.lifecycle_lock);
-      return EAGAIN;
-    }
-  }
-  monitor_start(); /* without it, only stuck workers go unnoticed */
-  static bool atexit_done;
-  if (!atexit_done) {
-    atexit_done = true;
-    atexit(stats_at_exit);
-  }
-  pthread_mutex_unlock(&swarm_rt.lifecycle_lock);
-  return 0;
-
-fail_nomem:
-  atomic_store(&swarm_rt.state, RT_OFF);
-  pthread_mutex_unlock(&swarm_rt.lifecycle_lock);
-  return EAGAIN;
-}
-
-int runtime_ensure_started(void) {
-  if (likely(atomic_load_explicit(&swarm_rt.state, memory_order_acquire) ==
-             RT_RUNNING))
-    return 0;
-  int r = swarm_init(NULL);
-  if (r != EBUSY)
-    return r;
-  /* Another kernel thread is starting it: wait until it is up. */
-  int s;
-  while ((s = atomic_load_explicit(&swarm_rt.state, memory_order_acquire)) ==
-         RT_STARTING)
-    sched_yield();
-  return s == RT_RUNNING ? 0 : EAGAIN;
-}
-
-void runtime_reset_after_fork(void) {
-  static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-  swarm_tls_worker = NULL;
-  tls_external = NULL;
-  swarm_rt.workers = NULL; /* the parent's, abandoned with their threads */
-  swarm_rt.nworkers = 0;
-  swarm_rt.nslots = 0;
-  monitor_after_fork();
-  swarm_rt.main_thread = NULL;
-  atomic_store(&swarm_rt.idle_workers, 0);
-  atomic_store(&swarm_rt.finalize_waiter, NULL);
-  atomic_store(&swarm_rt.main_exited, false);
-  atomic_store(&swarm_rt.external_spawned, 0);
-  swarm_rt.lifecycle_lock = fresh;
-  desc_table_after_fork();
-  stack_pool_after_fork();
-  atomic_store(&swarm_rt.state, RT_OFF);
-}
-
-static bool commit_finalize_wait(struct swarm_thread *self, void *arg) {
-  (void)arg;
-  atomic_store_explicit(&swarm_rt.finalize_waiter, self, memory_order_release);
-  return true;
-}
-
-int swarm_finalize(void) {
-  if (atomic_load(&swarm_rt.state) != RT_RUNNING)
-    return ESRCH;
-  struct worker *w = worker_current();
-  if (!w || w->current != swarm_rt.main_thread)
-    return EPERM;
-  struct swarm_thread *self = swarm_rt.main_thread;
-  /* Come back to worker 0, the kernel thread that called swarm_init, and
-   * stay there: after this we are that kernel thread again. */
-  self->pinned_worker = 0;
-  if (w->id != 0)
-    swarm_park_why(commit_requeue, NULL, SWARM_PARK_FINALIZE);
-  /* Wait until every other thread has exited (an idle worker readies us). */
-  swarm_park_why(commit_finalize_wait, NULL, SWARM_PARK_FINALIZE);
-  w = worker_current();
-  if (swarm_rt.print_stats) { /* SWARM_STATS: this run's counters, now */
-    swarm_stats_print();
-    if (swarm_rt.stats_fd >= 0)
-      close(swarm_rt.stats_fd);
-    swarm_rt.stats_fd = -1;
-  }
-  pthread_mutex_lock(&swarm_rt.lifecycle_lock);
-  atomic_store(&swarm_rt.state, RT_STOPPING);
-  for (int i = 1; i < swarm_rt.nworkers; i++) {
-    struct worker *v = &swarm_rt.workers[i];
-    worker_wake_if_sleeping(v);
-    atomic_fetch_add(&v->sleep_word, 1);
-    os_futex_wake(&v->sleep_word, 1);
-  }
-  for (int i = 1; i < swarm_rt.nworkers; i++)
-    pthread_join(swarm_rt.workers[i].kthread, NULL);
-  monitor_stop(); /* and the spares it started */
-  trace_stop();
-  tls_worker_clear();
-  os_altstack_release(w->altstack);
-  w->altstack = NULL;
-  stack_release(NULL, w->sched_stack);
-  self->pinned_worker = -1;
-  atomic_fetch_or(&self->control, CTL_EXITED);
-  desc_release(NULL, self);
-  swarm_rt.main_thread = NULL;
-  workers_release(swarm_rt.nslots);
-  swarm_rt.nworkers = 0;
-  swarm_rt.nslots = 0;
-  atomic_store(&swarm_rt.state, RT_OFF);
-  pthread_mutex_unlock(&swarm_rt.lifecycle_lock);
-  return 0;
-}
-
-/* ---- small queries ---- */
-
-int swarm_is_running(void) {
-  return atomic_load(&swarm_rt.state) == RT_RUNNING;
-}
-
-swarm_thread_t swarm_self(void) {
-  struct worker *w = worker_current();
-  if (!w && runtime_ensure_started() == 0)
-    w = worker_current();
-  struct swarm_thread *t = w ? w->current : swarm_current_thread();
-  return t ? desc_handle(t) : SWARM_THREAD_NONE;
-}
-
-int swarm_worker_id(void) {
-  struct worker *w = worker_current();
-  return w ? w->id : -1;
-}
-
-int swarm_num_workers(void) {
-  if (runtime_ensure_started() != 0)
-    return 1;
-  return swarm_rt.nworkers;
 }

@@ -37,11 +37,11 @@
 #define STACK_POOL_MAX 4096
 
 static struct {
-  pthread_mutex_t lock;
+  struct spinlock lock; /* LOCK_STACK_POOL */
   void *head;
   uint32_t count;
   size_t size; /* the default size the pooled stacks have */
-} stack_pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} stack_pool = {.lock = SPINLOCK_INIT(LOCK_STACK_POOL)};
 
 static void stack_unmap(char *lo, size_t size) {
   os_unmap(lo - swarm_rt.guard_size, size + swarm_rt.guard_size);
@@ -71,7 +71,7 @@ static int stack_map_one(size_t size, struct stack_ref *out) {
 
 /* Fills w's empty cache: from the pool, else a new batch. */
 static int stack_refill(struct worker *w, size_t size) {
-  pthread_mutex_lock(&stack_pool.lock);
+  spin_lock(&stack_pool.lock);
   if (stack_pool.size != size) {
     /* Pool holds stacks of an earlier default (runtime restarted with
      * another size): drop them. */
@@ -92,7 +92,7 @@ static int stack_refill(struct worker *w, size_t size) {
     w->stacks.head = lo;
     n++;
   }
-  pthread_mutex_unlock(&stack_pool.lock);
+  spin_unlock(&stack_pool.lock);
   if (n > 0) {
     w->stacks.count += n;
     return 0;
@@ -125,13 +125,13 @@ int stack_alloc_slow(struct worker *w, size_t size, struct stack_ref *out) {
   }
   if (size == swarm_rt.default_stack) {
     /* No worker cache (a kernel thread that is not a worker): the pool. */
-    pthread_mutex_lock(&stack_pool.lock);
+    spin_lock(&stack_pool.lock);
     char *lo = stack_pool.size == size ? stack_pool.head : NULL;
     if (lo) {
       stack_pool.head = *stack_link(lo, size);
       stack_pool.count--;
     }
-    pthread_mutex_unlock(&stack_pool.lock);
+    spin_unlock(&stack_pool.lock);
     if (lo) {
       out->lo = lo;
       out->size = size;
@@ -142,7 +142,7 @@ int stack_alloc_slow(struct worker *w, size_t size, struct stack_ref *out) {
 }
 
 static void pool_put_list(void *head, uint32_t n, size_t size) {
-  pthread_mutex_lock(&stack_pool.lock);
+  spin_lock(&stack_pool.lock);
   if (stack_pool.size != size && stack_pool.count == 0)
     stack_pool.size = size;
   uint32_t max = limits_stack_pool_max(size + swarm_rt.guard_size,
@@ -158,7 +158,7 @@ static void pool_put_list(void *head, uint32_t n, size_t size) {
       stack_unmap(lo, size);
     }
   }
-  pthread_mutex_unlock(&stack_pool.lock);
+  spin_unlock(&stack_pool.lock);
   (void)n;
 }
 
@@ -200,17 +200,16 @@ void stack_cache_flush(struct worker *w) {
 }
 
 void stack_pool_after_fork(void) {
-  static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-  stack_pool.lock = fresh;
+  spin_init(&stack_pool.lock, LOCK_STACK_POOL);
 }
 
 void stack_pool_shutdown(void) {
-  pthread_mutex_lock(&stack_pool.lock);
+  spin_lock(&stack_pool.lock);
   while (stack_pool.head) {
     char *lo = stack_pool.head;
     stack_pool.head = *stack_link(lo, stack_pool.size);
     stack_unmap(lo, stack_pool.size);
   }
   stack_pool.count = 0;
-  pthread_mutex_unlock(&stack_pool.lock);
+  spin_unlock(&stack_pool.lock);
 }

@@ -27,7 +27,7 @@
  * before it is off its stack.
  *
  * Descriptor memory: per-worker LIFO caches (owner-only, no atomics), spilled
- * to and refilled from a global list under a mutex in batches. The region
+ * to and refilled from a global list under a spinlock in batches. The region
  * behind them starts at 512 KiB at a fixed hint and doubles in place
  * (desc_region_cover).
  */
@@ -56,11 +56,11 @@ _Atomic uint32_t swarm_desc_next_index = 1;
 #define DESC_FIRST_SLOTS ((uint32_t)4096) /* 512 KiB when limits bound us */
 
 static struct {
-  pthread_mutex_t lock;
+  struct spinlock lock; /* LOCK_DESC_TABLE */
   struct swarm_thread *free;
   uint32_t nfree;
   uint32_t mapped; /* slots mapped: a power of two, 0 before the first */
-} desc_table = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} desc_table = {.lock = SPINLOCK_INIT(LOCK_DESC_TABLE)};
 
 /* Maps [addr, addr + len) exactly there, or fails (EEXIST if taken). */
 static bool map_exactly(char *addr, size_t len) {
@@ -163,7 +163,7 @@ struct swarm_thread *desc_lookup_checked(swarm_thread_t h) {
 static struct swarm_thread *desc_take_global(uint32_t want, uint32_t *got) {
   struct swarm_thread *list = NULL;
   uint32_t n = 0;
-  pthread_mutex_lock(&desc_table.lock);
+  spin_lock(&desc_table.lock);
   while (n < want && desc_table.free) {
     struct swarm_thread *t = desc_table.free;
     desc_table.free = t->next;
@@ -180,7 +180,7 @@ static struct swarm_thread *desc_take_global(uint32_t want, uint32_t *got) {
     list = t;
     n++;
   }
-  pthread_mutex_unlock(&desc_table.lock);
+  spin_unlock(&desc_table.lock);
   *got = n;
   return list;
 }
@@ -191,11 +191,11 @@ static void desc_give_global(struct swarm_thread *list, uint32_t n) {
   struct swarm_thread *last = list;
   while (last->next)
     last = last->next;
-  pthread_mutex_lock(&desc_table.lock);
+  spin_lock(&desc_table.lock);
   last->next = desc_table.free;
   desc_table.free = list;
   desc_table.nfree += n;
-  pthread_mutex_unlock(&desc_table.lock);
+  spin_unlock(&desc_table.lock);
 }
 
 struct swarm_thread *desc_alloc_slow(struct worker *w) {
@@ -238,8 +238,7 @@ void desc_cache_flush(struct worker *w) {
 }
 
 void desc_table_after_fork(void) {
-  static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-  desc_table.lock = fresh;
+  spin_init(&desc_table.lock, LOCK_DESC_TABLE);
 }
 
 /* ---- join / detach ---- */
@@ -292,7 +291,7 @@ static __attribute__((noinline)) int join_general(swarm_thread_t h,
     return EAGAIN;
   }
   t->joiner = self;
-  swarm_park_why(join_commit, t, SWARM_PARK_JOIN);
+  swarm_park(join_commit, t, SWARM_PARK_JOIN, NULL);
   /* Resumed: the exiter set EXITED (acq_rel) before readying us. */
   atomic_thread_fence(memory_order_acquire);
   if (result)

@@ -26,16 +26,6 @@
 #include "core/core.h"
 #include "os/os.h"
 
-static inline void heap_lock(struct timer_heap *h) {
-  while (atomic_exchange_explicit(&h->lock, 1, memory_order_acquire))
-    while (atomic_load_explicit(&h->lock, memory_order_relaxed))
-      os_cpu_relax();
-}
-
-static inline void heap_unlock(struct timer_heap *h) {
-  atomic_store_explicit(&h->lock, 0, memory_order_release);
-}
-
 static void heap_set(struct timer_heap *h, uint32_t i, struct swarm_timer *t) {
   h->items[i] = t;
   t->heap_index = (int32_t)i;
@@ -101,12 +91,12 @@ int swarm_timer_start(struct swarm_timer *t, uint64_t deadline_ns,
   t->fire = fire;
   t->arg = arg;
   t->owner = w;
-  heap_lock(h);
+  spin_lock(&h->lock);
   if (h->count == h->capacity) {
     uint32_t cap = h->capacity ? h->capacity * 2 : 64;
     struct swarm_timer **items = realloc(h->items, sizeof *items * cap);
     if (!items) {
-      heap_unlock(h);
+      spin_unlock(&h->lock);
       t->heap_index = -1;
       return ENOMEM;
     }
@@ -118,7 +108,7 @@ int swarm_timer_start(struct swarm_timer *t, uint64_t deadline_ns,
   sift_up(h, (uint32_t)t->heap_index);
   bool first = h->items[0] == t;
   publish_earliest(h);
-  heap_unlock(h);
+  spin_unlock(&h->lock);
   /* A sleeping owner may be waiting for a later deadline: wake it to
    * recompute. (From a worker, the owner is ourselves and awake.) */
   if (first && worker_current() != w)
@@ -131,13 +121,13 @@ bool swarm_timer_cancel(struct swarm_timer *t) {
   if (!w)
     return false;
   struct timer_heap *h = &w->timers;
-  heap_lock(h);
+  spin_lock(&h->lock);
   bool removed = t->heap_index >= 0;
   if (removed) {
     heap_remove_at(h, (uint32_t)t->heap_index);
     publish_earliest(h);
   }
-  heap_unlock(h);
+  spin_unlock(&h->lock);
   return removed;
 }
 
@@ -149,13 +139,13 @@ void timers_run_due(struct worker *w, uint64_t now) {
   struct timer_heap *h = &w->timers;
   for (;;) {
     struct swarm_timer *due = NULL;
-    heap_lock(h);
+    spin_lock(&h->lock);
     if (h->count && h->items[0]->deadline_ns <= now) {
       due = h->items[0];
       heap_remove_at(h, 0);
       publish_earliest(h);
     }
-    heap_unlock(h);
+    spin_unlock(&h->lock);
     if (!due)
       return;
     due->fire(due); /* removed: a cancel now returns false */

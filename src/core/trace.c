@@ -31,6 +31,7 @@
 #include "core/limits.h"
 #include "core/trace.h"
 #include "os/os.h"
+#include "os/sys.h"
 
 #define TRACE_DEFAULT_RECORDS 65536u /* 2 MiB per worker */
 #define TRACE_MIN_RECORDS 16u
@@ -48,8 +49,8 @@ static struct {
 } clock_map;
 
 static struct {
-  pthread_mutex_t lock;
-  int fd;       /* -1: no trace open */
+  struct spinlock lock; /* LOCK_TRACE_FILE */
+  int fd;               /* -1: no trace open */
   int spill_fd; /* full buffers, binary, until the trace closes; or -1 */
   bool closed;  /* the trailer is written; drop whatever comes */
   bool atexit_done;
@@ -59,7 +60,8 @@ static struct {
   uint64_t written;      /* events written, for the trailer */
   char *text;            /* TEXT_CAP bytes, used under lock */
   size_t len;
-} trace_file = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .spill_fd = -1};
+} trace_file = {
+    .lock = SPINLOCK_INIT(LOCK_TRACE_FILE), .fd = -1, .spill_fd = -1};
 
 /* A full buffer in the spill file: this header, then n records. */
 struct spill_chunk {
@@ -82,8 +84,8 @@ static bool clocksource_is_tsc(void) {
                 O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return false;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
+  long n = sys_read(fd, buf, sizeof buf - 1);
+  sys_close(fd);
   return n >= 3 && !strncmp(buf, "tsc", 3) && (buf[3] == '\n' || !buf[3]);
 #else
   return false;
@@ -142,8 +144,8 @@ static inline uint64_t ticks_to_ns_dur(uint64_t start, uint64_t ticks) {
 static bool write_all(int fd, const void *buf, size_t len) {
   const char *p = buf;
   while (len > 0) {
-    ssize_t n = write(fd, p, len);
-    if (n < 0 && errno == EINTR)
+    long n = sys_write(fd, p, len);
+    if (n == -EINTR)
       continue;
     if (n <= 0) {
       static const char msg[] = "swarm: SWARM_TRACE: write failed; the "
@@ -372,7 +374,7 @@ static void write_records(int worker, const struct trace_rec *recs,
  * slice it is recording — for milliseconds. The JSON is made when the trace
  * closes. Without a spill file it is formatted now. */
 void trace_flush_full(struct trace_buf *b) {
-  pthread_mutex_lock(&trace_file.lock);
+  spin_lock(&trace_file.lock);
   if (!trace_file.closed && trace_file.fd >= 0) {
     if (trace_file.spill_fd >= 0) {
       struct spill_chunk h = {b->worker, b->count};
@@ -385,14 +387,14 @@ void trace_flush_full(struct trace_buf *b) {
     }
   }
   __atomic_store_n(&b->count, 0, __ATOMIC_RELEASE);
-  pthread_mutex_unlock(&trace_file.lock);
+  spin_unlock(&trace_file.lock);
 }
 
 static bool read_all(int fd, void *buf, size_t len) {
   char *p = buf;
   while (len > 0) {
-    ssize_t n = read(fd, p, len);
-    if (n < 0 && errno == EINTR)
+    long n = sys_read(fd, p, len);
+    if (n == -EINTR)
       continue;
     if (n <= 0)
       return false;
@@ -426,7 +428,7 @@ static void spill_drain(void) {
     }
   }
   free(recs);
-  close(fd);
+  sys_close(fd);
 }
 
 /* An unlinked file next to the trace (same file system, and gone with the
@@ -480,7 +482,7 @@ static void close_locked(void) {
     text_flush();
   }
   trace_file.closed = true;
-  close(trace_file.fd);
+  sys_close(trace_file.fd);
   trace_file.fd = -1;
 }
 
@@ -491,9 +493,9 @@ static void stop(bool all_stopped) {
   struct worker *self = worker_current();
   if (self && self->trace)
     trace_switch(self->trace, NULL);
-  pthread_mutex_lock(&trace_file.lock);
+  spin_lock(&trace_file.lock);
   if (trace_file.fd < 0) {
-    pthread_mutex_unlock(&trace_file.lock);
+    spin_unlock(&trace_file.lock);
     return;
   }
   spill_drain();
@@ -519,7 +521,7 @@ static void stop(bool all_stopped) {
     free(trace_file.text);
     trace_file.text = NULL;
   }
-  pthread_mutex_unlock(&trace_file.lock);
+  spin_unlock(&trace_file.lock);
 }
 
 void trace_stop(void) {
@@ -568,14 +570,14 @@ bool trace_start(const struct trace_steps *plain,
     return false;
   uint32_t cap = limits_trace_records(swarm_rt.nslots, sizeof(struct trace_rec),
                                       buffer_records(), TRACE_MIN_RECORDS);
-  pthread_mutex_lock(&trace_file.lock);
+  spin_lock(&trace_file.lock);
   if (trace_file.fd >= 0) /* a trace left open by a previous run's exit */
     close_locked();
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     fprintf(stderr, "swarm: SWARM_TRACE='%s': %s; tracing is off\n", path,
             strerror(errno));
-    pthread_mutex_unlock(&trace_file.lock);
+    spin_unlock(&trace_file.lock);
     return false;
   }
   free(trace_file.text);
@@ -606,8 +608,8 @@ bool trace_start(const struct trace_steps *plain,
         free(b);
       }
     }
-    close(fd);
-    pthread_mutex_unlock(&trace_file.lock);
+    sys_close(fd);
+    spin_unlock(&trace_file.lock);
     return false;
   }
   trace_file.fd = fd;
@@ -643,7 +645,7 @@ bool trace_start(const struct trace_steps *plain,
     trace_file.atexit_done = true;
     atexit(trace_at_exit);
   }
-  pthread_mutex_unlock(&trace_file.lock);
+  spin_unlock(&trace_file.lock);
   set_steps(traced);
   struct worker *w0 = &swarm_rt.workers[0];
   if (w0->current) /* the main thread runs already */

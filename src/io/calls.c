@@ -145,8 +145,8 @@ static long rw(struct io_node *n) {
     struct iovec one = {n->buf, n->len};
     const struct iovec *iov = is_vec(n) ? n->iov : &one;
     int cnt = is_vec(n) ? n->iovcnt : 1;
-    long r = io_ret(syscall(n->dir ? SYS_pwritev2 : SYS_preadv2, n->fd, iov,
-                            cnt, -1L, -1L, RWF_NOWAIT));
+    long r = n->dir ? sys_pwritev2(n->fd, iov, cnt, -1, RWF_NOWAIT)
+                    : sys_preadv2(n->fd, iov, cnt, -1, RWF_NOWAIT);
     if ((r != -EOPNOTSUPP && r != -ENOSYS) || n->by_poller) {
       if (how != IO_HOW_NOWAIT_OK)
         atomic_store_explicit(&e->how[n->dir], IO_HOW_NOWAIT_OK,
@@ -210,25 +210,23 @@ long io_attempt_accept(struct io_node *n) {
 long io_attempt_connect(struct io_node *n) {
   return sys_connect(n->fd, n->caddr, n->caddrlen);
 }
-/* The raw preadv/pwritev take the offset as (low, high) halves; on 64-bit
- * the low word holds it all. */
 long io_attempt_pread(struct io_node *n) {
-  return io_ret(syscall(SYS_pread64, n->fd, n->buf, n->len, n->offset));
+  return sys_pread(n->fd, n->buf, n->len, n->offset);
 }
 long io_attempt_pwrite(struct io_node *n) {
-  return io_ret(syscall(SYS_pwrite64, n->fd, n->buf, n->len, n->offset));
+  return sys_pwrite(n->fd, n->buf, n->len, n->offset);
 }
 long io_attempt_preadv(struct io_node *n) {
-  return io_ret(syscall(SYS_preadv, n->fd, n->iov, n->iovcnt, n->offset, 0L));
+  return sys_preadv(n->fd, n->iov, n->iovcnt, n->offset);
 }
 long io_attempt_pwritev(struct io_node *n) {
-  return io_ret(syscall(SYS_pwritev, n->fd, n->iov, n->iovcnt, n->offset, 0L));
+  return sys_pwritev(n->fd, n->iov, n->iovcnt, n->offset);
 }
 long io_attempt_fsync(struct io_node *n) {
-  return io_ret(syscall(SYS_fsync, n->fd));
+  return sys_fsync(n->fd);
 }
 long io_attempt_fdatasync(struct io_node *n) {
-  return io_ret(syscall(SYS_fdatasync, n->fd));
+  return sys_fdatasync(n->fd);
 }
 
 /* MSG_WAITALL: the attempts add MSG_DONTWAIT, which makes the kernel

@@ -1,7 +1,9 @@
 /*
  * io/io.h — the I/O layer's internal interface: the descriptor table, the
- * waits threads park in, and the raw system calls underneath (used by
- * the io sources and by the drop-in's interposers, pthread/io.c).
+ * waits threads park in, and the calls themselves (used by the io sources
+ * and by the drop-in's interposers, pthread/io.c). System calls are made
+ * through os/sys.h (sys_read, ...: never an interposed libc symbol, results
+ * as -errno).
  *
  * Concepts (src/io/poller.c has the design and the races):
  *  - struct io_fd: what swarm knows about one descriptor number: its kind,
@@ -31,11 +33,11 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "core/core.h"
+#include "os/sys.h"
 
 enum io_kind {
   FD_UNKNOWN = 0, /* not looked at yet (or closed) */
@@ -59,7 +61,7 @@ enum io_how {
 struct io_node;
 
 struct io_fd {
-  _Atomic uint32_t lock;
+  struct spinlock lock;   /* LOCK_IO_FD */
   _Atomic uint32_t gen;   /* bumped by close: stale epoll events are dropped */
   _Atomic uint8_t kind;   /* enum io_kind; set under lock, read without */
   _Atomic uint8_t how[2]; /* enum io_how of read/readv, write/writev */
@@ -117,73 +119,6 @@ struct io_node {
   const struct sockaddr *caddr;
   socklen_t caddrlen;
 };
-
-/* ---- raw system calls: never an interposed libc symbol (the drop-in
- * defines read, write, ... itself), results as -errno ---- */
-static inline long io_ret(long r) {
-  return r < 0 ? -(long)errno : r;
-}
-static inline long sys_read(int fd, void *b, size_t n) {
-  return io_ret(syscall(SYS_read, fd, b, n));
-}
-static inline long sys_write(int fd, const void *b, size_t n) {
-  return io_ret(syscall(SYS_write, fd, b, n));
-}
-static inline long sys_readv(int fd, const struct iovec *v, int c) {
-  return io_ret(syscall(SYS_readv, fd, v, c));
-}
-static inline long sys_writev(int fd, const struct iovec *v, int c) {
-  return io_ret(syscall(SYS_writev, fd, v, c));
-}
-static inline long sys_recvfrom(int fd, void *b, size_t n, int fl,
-                                struct sockaddr *a, socklen_t *al) {
-  return io_ret(syscall(SYS_recvfrom, fd, b, n, fl, a, al));
-}
-static inline long sys_sendto(int fd, const void *b, size_t n, int fl,
-                              const struct sockaddr *a, socklen_t al) {
-  return io_ret(syscall(SYS_sendto, fd, b, n, fl, a, al));
-}
-static inline long sys_recvmsg(int fd, struct msghdr *m, int fl) {
-  return io_ret(syscall(SYS_recvmsg, fd, m, fl));
-}
-static inline long sys_sendmsg(int fd, const struct msghdr *m, int fl) {
-  return io_ret(syscall(SYS_sendmsg, fd, m, fl));
-}
-static inline long sys_accept4(int fd, struct sockaddr *a, socklen_t *al,
-                               int fl) {
-  return io_ret(syscall(SYS_accept4, fd, a, al, fl));
-}
-static inline long sys_connect(int fd, const struct sockaddr *a, socklen_t al) {
-  return io_ret(syscall(SYS_connect, fd, a, al));
-}
-static inline long sys_close(int fd) {
-  return io_ret(syscall(SYS_close, fd));
-}
-static inline long sys_fcntl(int fd, int cmd, long arg) {
-  return io_ret(syscall(SYS_fcntl, fd, cmd, arg));
-}
-/* poll, select and epoll_wait as their p-variants: AArch64 has only those */
-/* The raw ppoll writes the time left back into its timeout: pass a copy,
- * so a const (read-only) timeout is fine. Linux ignores a failed write-back,
- * but qemu-user fails the call with EFAULT. */
-static inline long sys_ppoll(struct pollfd *f, nfds_t n,
-                             const struct timespec *t, const sigset_t *m) {
-  struct timespec left, *tp = NULL;
-  if (t) {
-    left = *t;
-    tp = &left;
-  }
-  return io_ret(
-      syscall(SYS_ppoll, f, n, tp, m, (size_t)8 /* the kernel sigset */));
-}
-static inline long sys_epoll_pwait(int ep, struct epoll_event *ev, int n,
-                                   int ms, const sigset_t *mask) {
-  return io_ret(syscall(SYS_epoll_pwait, ep, ev, n, ms, mask, (size_t)8));
-}
-static inline long sys_epoll_ctl(int ep, int op, int fd,
-                                 struct epoll_event *ev) {
-  return io_ret(syscall(SYS_epoll_ctl, ep, op, fd, ev));
-}
 
 /* errno of the running kernel thread, safe across a switch */
 static inline long io_fail(long r) {

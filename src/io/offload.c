@@ -34,20 +34,18 @@ struct job {
 };
 
 static struct {
-  _Atomic uint32_t lock;
+  struct spinlock lock;  /* LOCK_OFFLOAD */
   _Atomic uint32_t word; /* futex: bumped on every submission */
   struct job *head, *tail;
   int nthreads, nidle;
-} pool;
+} pool = {.lock = SPINLOCK_INIT(LOCK_OFFLOAD)};
 
 static void pool_lock(void) {
-  while (atomic_exchange_explicit(&pool.lock, 1, memory_order_acquire))
-    while (atomic_load_explicit(&pool.lock, memory_order_relaxed))
-      os_cpu_relax();
+  spin_lock(&pool.lock);
 }
 
 static void pool_unlock(void) {
-  atomic_store_explicit(&pool.lock, 0, memory_order_release);
+  spin_unlock(&pool.lock);
 }
 
 static void *pool_main(void *arg) {
@@ -147,9 +145,8 @@ static long try_nowait(struct io_node *n, size_t *total) {
   for (int i = 0; i < cnt; i++)
     want += iov[i].iov_len;
   *total = want;
-  long r = io_ret(syscall(reading ? SYS_preadv2 : SYS_pwritev2, n->fd, iov, cnt,
-                          offset, 0L, RWF_NOWAIT));
-  return r;
+  return reading ? sys_preadv2(n->fd, iov, cnt, offset, RWF_NOWAIT)
+                 : sys_pwritev2(n->fd, iov, cnt, offset, RWF_NOWAIT);
 }
 
 long io_offload(struct io_node *n) {
@@ -191,7 +188,7 @@ static long pool_run(struct io_node *n) {
     } /* never joined: pool threads live as long as the process */
   }
   struct job j = {.n = n, .thread = swarm_current_thread()};
-  swarm_park(commit_submit, &j);
+  swarm_park(commit_submit, &j, SWARM_PARK_IO, NULL);
   return j.result;
 }
 
@@ -203,7 +200,7 @@ long io_offload_blocking(struct io_node *n) {
 
 void io_offload_after_fork(void) {
   /* the pool's kernel threads did not survive the fork */
-  atomic_store(&pool.lock, 0);
+  spin_init(&pool.lock, LOCK_OFFLOAD);
   pool.head = pool.tail = NULL;
   pool.nthreads = pool.nidle = 0;
 }

@@ -101,20 +101,9 @@ struct io_worker {
 static struct {
   _Atomic(struct io_fd *) chunks[MAX_CHUNKS];
   struct io_worker workers[SWARM_MAX_WORKERS];
-  _Atomic uint32_t create_lock;
-  _Atomic int nwaiting; /* threads parked in io_call / io_wait_many */
-} io;
-
-/* ---- small locks ---- */
-
-static inline void spin_lock(_Atomic uint32_t *l) {
-  while (atomic_exchange_explicit(l, 1, memory_order_acquire))
-    while (atomic_load_explicit(l, memory_order_relaxed))
-      os_cpu_relax();
-}
-static inline void spin_unlock(_Atomic uint32_t *l) {
-  atomic_store_explicit(l, 0, memory_order_release);
-}
+  struct spinlock create_lock; /* LOCK_IO_EPOLL */
+  _Atomic int nwaiting;        /* threads parked in io_call / io_wait_many */
+} io = {.create_lock = SPINLOCK_INIT(LOCK_IO_EPOLL)};
 
 /* ---- the table ---- */
 
@@ -128,6 +117,8 @@ struct io_fd *io_fd_entry(int fd) {
     struct io_fd *fresh = calloc(CHUNK, sizeof *fresh);
     if (!fresh)
       return NULL;
+    for (uint32_t i = 0; i < CHUNK; i++)
+      spin_init(&fresh[i].lock, LOCK_IO_FD);
     if (atomic_compare_exchange_strong(&io.chunks[c], &chunk, fresh))
       chunk = fresh;
     else
@@ -379,9 +370,8 @@ static int worker_epoll(int idx) {
   spin_lock(&io.create_lock);
   ep = atomic_load(&iw->epfd);
   if (!ep) {
-    int epfd = (int)io_ret(syscall(SYS_epoll_create1, EPOLL_CLOEXEC));
-    int evfd =
-        (int)io_ret(syscall(SYS_eventfd2, 0, EFD_CLOEXEC | EFD_NONBLOCK));
+    int epfd = (int)sys_epoll_create1(EPOLL_CLOEXEC);
+    int evfd = (int)sys_eventfd2(0, EFD_CLOEXEC | EFD_NONBLOCK);
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = WAKE_TOKEN};
     if (epfd >= 0 && evfd >= 0 &&
         sys_epoll_ctl(epfd, EPOLL_CTL_ADD, evfd, &ev) == 0) {
@@ -562,7 +552,7 @@ static void park_on(struct io_node *nodes, int count, struct io_wait *wt,
     wt->has_timer = true;
   struct park_set p = {nodes, count};
   atomic_fetch_add(&io.nwaiting, 1);
-  swarm_park(commit_wait, &p);
+  swarm_park(commit_wait, &p, SWARM_PARK_IO, NULL);
   atomic_fetch_sub(&io.nwaiting, 1);
   if (hooked)
     sync_interruptible_end(wt->thread);
@@ -740,7 +730,7 @@ static void hook_after_fork(void) {
       continue;
     for (uint32_t i = 0; i < CHUNK; i++) {
       struct io_fd *e = &chunk[i];
-      atomic_store(&e->lock, 0);
+      spin_init(&e->lock, LOCK_IO_FD);
       atomic_store(&e->busy[0], 0); /* a holder did not come along */
       atomic_store(&e->busy[1], 0);
       e->registered = false;
@@ -748,7 +738,7 @@ static void hook_after_fork(void) {
     }
   }
   atomic_store(&io.nwaiting, 0);
-  atomic_store(&io.create_lock, 0);
+  spin_init(&io.create_lock, LOCK_IO_EPOLL);
   io_offload_after_fork();
 }
 

@@ -10,8 +10,11 @@
  * and fall back to mprotect on older kernels.
  */
 #include "os/os.h"
+#include "os/spinlock.h"
+#include "os/sys.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
@@ -71,7 +74,7 @@ int os_bind_self(int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  return (int)-sys_sched_setaffinity_self(sizeof set, &set);
 }
 
 size_t os_page_size(void) {
@@ -96,11 +99,10 @@ static bool guard_markers_work(void) {
   bool ok = false;
   if (madvise(p, pg, MADV_GUARD_INSTALL) == 0) {
     int fds[2];
-    if (pipe(fds) == 0) {
-      ssize_t r = write(fds[1], p, 1);
-      ok = r < 0 && errno == EFAULT;
-      close(fds[0]);
-      close(fds[1]);
+    if (sys_pipe2(fds, O_CLOEXEC) == 0) {
+      ok = sys_write(fds[1], p, 1) == -EFAULT;
+      sys_close(fds[0]);
+      sys_close(fds[1]);
     }
   }
   munmap(p, 2 * pg);
@@ -124,9 +126,9 @@ const char *os_guard_kind(void) {
 
 void *os_map_stacks(size_t size, size_t guard, int count) {
   size_t each = size + guard, total = each * (size_t)count;
-  char *base = mmap(NULL, total, PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
-                    -1, 0);
+  char *base =
+      mmap(NULL, total, PROT_READ | PROT_WRITE,
+           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
   if (base == MAP_FAILED)
     return NULL;
   for (int i = 0; i < count; i++) {
@@ -140,26 +142,41 @@ void *os_map_stacks(size_t size, size_t guard, int count) {
   return base;
 }
 
-void os_unmap(void *addr, size_t len) { munmap(addr, len); }
+void os_unmap(void *addr, size_t len) {
+  munmap(addr, len);
+}
 
-void os_discard(void *addr, size_t len) { madvise(addr, len, MADV_DONTNEED); }
+void os_discard(void *addr, size_t len) {
+  madvise(addr, len, MADV_DONTNEED);
+}
 
 int os_thread_start(pthread_t *kt, void *(*fn)(void *), void *arg) {
-  /* Block all signals in the new kernel thread while it starts, so that
-   * process-directed signals keep going to the program's own threads. */
+  /* The new kernel thread inherits the mask in force while it is made. */
   sigset_t all, old;
   pthread_attr_t attr;
   if (pthread_attr_init(&attr) != 0)
     return EAGAIN;
   pthread_attr_setstacksize(&attr, OS_THREAD_STACK);
   sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int r = pthread_create(kt, &attr, fn, arg);
+  sys_sigmask(SIG_SETMASK, &all, &old);
+  int r = libc_pthread_create(kt, &attr, fn, arg);
   if (r == EINVAL) /* a program's static TLS larger than the stack */
-    r = pthread_create(kt, NULL, fn, arg);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+    r = libc_pthread_create(kt, NULL, fn, arg);
+  sys_sigmask(SIG_SETMASK, &old, NULL);
   pthread_attr_destroy(&attr);
   return r;
+}
+
+void os_thread_join(pthread_t kt) {
+  libc_pthread_join(kt, NULL);
+}
+
+int os_thread_id(void) {
+  return (int)sys_gettid();
+}
+
+void os_yield(void) {
+  sys_sched_yield();
 }
 
 #define ALTSTACK_SIZE (64 * 1024)
@@ -192,7 +209,7 @@ void os_thread_stack_bounds(void **lo, size_t *size) {
   pthread_attr_t a;
   *lo = NULL;
   *size = 0;
-  if (pthread_getattr_np(pthread_self(), &a) == 0) {
+  if (libc_pthread_getattr_np(libc_pthread_self(), &a) == 0) {
     pthread_attr_getstack(&a, lo, size);
     pthread_attr_destroy(&a);
   }
@@ -225,7 +242,7 @@ __attribute__((noinline, noipa)) int *os_errno_location_slow(void) {
 
 static _Atomic(os_guard_describe_fn) guard_describe;
 static struct sigaction previous_segv, previous_bus;
-static pthread_once_t handler_once = PTHREAD_ONCE_INIT;
+static _Atomic int handler_state; /* 0 none, 1 being installed, 2 done */
 
 static void chain_previous(int sig, siginfo_t *info, void *uctx) {
   struct sigaction *prev = sig == SIGSEGV ? &previous_segv : &previous_bus;
@@ -271,14 +288,20 @@ static void install_once(void) {
 
 void os_overflow_handler_install(os_guard_describe_fn fn) {
   atomic_store(&guard_describe, fn);
-  pthread_once(&handler_once, install_once);
+  int none = 0;
+  if (atomic_compare_exchange_strong(&handler_state, &none, 1)) {
+    install_once();
+    atomic_store(&handler_state, 2);
+  }
+  while (atomic_load(&handler_state) != 2) /* a racing first install */
+    os_yield();
 }
 
 void os_write_stderr(const char *s, size_t len) {
   while (len > 0) {
-    ssize_t w = write(2, s, len);
+    long w = sys_write(2, s, len);
     if (w < 0) {
-      if (errno == EINTR)
+      if (w == -EINTR)
         continue;
       return;
     }
@@ -313,3 +336,65 @@ size_t os_format_hex(char *buf, uint64_t v) {
     buf[2 + i] = tmp[n - 1 - i];
   return n + 2;
 }
+
+/* ---- the spinlock's slow path and the lock-order check (spinlock.h) ---- */
+
+void spin_lock_contended(struct spinlock *l) {
+  unsigned spins = 0;
+  do {
+    while (atomic_load_explicit(&l->held, memory_order_relaxed)) {
+      if (++spins < SPIN_RELAX_ROUNDS)
+        os_cpu_relax();
+      else /* the holder was preempted, or holds it long: let it run */
+        sys_sched_yield();
+    }
+  } while (atomic_exchange_explicit(&l->held, 1, memory_order_acquire));
+}
+
+#if defined(SWARM_LOCK_ORDER_CHECK)
+static const char *const lock_names[LOCK_RANKS] = {
+    [LOCK_UNRANKED] = "unranked",
+    [LOCK_LIFECYCLE] = "lifecycle",
+    [LOCK_SYNC_RECORD] = "sync thread record",
+    [LOCK_SYNC_COND] = "sync condition variable",
+    [LOCK_SYNC_OBJECT] = "sync object",
+    [LOCK_IO_FD] = "io descriptor",
+    [LOCK_IO_EPOLL] = "io epoll creation",
+    [LOCK_OFFLOAD] = "io offload pool",
+    [LOCK_TIMERS] = "timer heap",
+    [LOCK_READY_QUEUE] = "ready queue",
+    [LOCK_DESC_TABLE] = "descriptor table",
+    [LOCK_STACK_POOL] = "stack pool",
+    [LOCK_TRACE_FILE] = "trace file",
+};
+
+/* Bit r set: this kernel thread holds a lock of rank r. */
+static __thread uint32_t ranks_held;
+
+static _Noreturn void lock_order_violated(unsigned taking, uint32_t held) {
+  unsigned worst = 31 - (unsigned)__builtin_clz(held);
+  static const char a[] = "swarm: lock order violated: taking the ";
+  static const char b[] = " lock while holding the ";
+  static const char c[] = " lock (os/spinlock.h: enum lock_rank)\n";
+  os_write_stderr(a, sizeof a - 1);
+  os_write_stderr(lock_names[taking], strlen(lock_names[taking]));
+  os_write_stderr(b, sizeof b - 1);
+  os_write_stderr(lock_names[worst], strlen(lock_names[worst]));
+  os_write_stderr(c, sizeof c - 1);
+  abort();
+}
+
+__attribute__((noinline, noipa)) void lock_order_acquire(unsigned rank) {
+  if (rank == LOCK_UNRANKED)
+    return;
+  uint32_t later_or_same = ~(((uint32_t)1 << rank) - 1);
+  if (ranks_held & later_or_same)
+    lock_order_violated(rank, ranks_held & later_or_same);
+  ranks_held |= (uint32_t)1 << rank;
+}
+
+__attribute__((noinline, noipa)) void lock_order_release(unsigned rank) {
+  if (rank != LOCK_UNRANKED)
+    ranks_held &= ~((uint32_t)1 << rank);
+}
+#endif

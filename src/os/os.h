@@ -1,8 +1,10 @@
 /*
  * os/os.h — the operating-system half of the machine-dependent layer (PPL's
  * "VP layer"): kernel threads, futexes, CPU affinity, memory for stacks with
- * guard pages, the stack-overflow signal handler, clocks. core calls these
- * and nothing else of the OS; a port to another OS replaces os.c.
+ * guard pages, the stack-overflow signal handler, clocks, errno, messages.
+ * core calls these and nothing else of the OS; a port to another OS
+ * replaces os.c (and sys.h, the system calls underneath, which the upper
+ * layers use directly for I/O).
  *
  * Nothing here knows what a swarm thread is. The overflow handler asks core,
  * through a callback, whether a faulting address is a guard page it owns.
@@ -56,9 +58,18 @@ void os_discard(void *addr, size_t len);
 /* The runtime's own kernel threads (workers, monitor, offload) get stacks
  * of this size, not NPTL's default of RLIMIT_STACK (8 MiB; 32 MiB when
  * unlimited), which a capped address space cannot spare per thread. Worker
- * 0's scheduler runs on the same amount (sched.c). */
+ * 0's scheduler runs on the same amount (runtime.c). */
 #define OS_THREAD_STACK ((size_t)256 * 1024)
+/* Starts a kernel thread running fn(arg) on an OS_THREAD_STACK stack with
+ * every signal blocked (so that process-directed signals keep going to the
+ * program's own threads). 0 or an errno. */
 int os_thread_start(pthread_t *kt, void *(*fn)(void *), void *arg);
+/* Waits for a kernel thread made by os_thread_start to end. */
+void os_thread_join(pthread_t kt);
+/* The calling kernel thread's id (gettid). */
+int os_thread_id(void);
+/* Gives the CPU to another kernel thread (sched_yield(2)). */
+void os_yield(void);
 /* Gives the calling kernel thread an alternate signal stack if it has none,
  * so the overflow handler can run after its stack is exhausted. Returns the
  * memory to release with os_altstack_release (NULL if none was installed). */

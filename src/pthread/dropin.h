@@ -1,7 +1,8 @@
 /*
  * pthread/dropin.h — internal interface of the pthread drop-in
- * (libswarm-pthread.so): the per-thread record behind a pthread_t, and the
- * real libc functions (sys.c).
+ * (libswarm-pthread.so): the per-thread record behind a pthread_t. The real
+ * libc functions behind the names the drop-in defines are os/sys.h's
+ * libc_X (bound with dlsym(RTLD_NEXT) in this library: os/libc_next.c).
  *
  * A pthread_t is the address of a `struct dropin_thread`. Threads made by
  * pthread_create get one at creation; threads that already existed (main,
@@ -23,6 +24,7 @@
 #include <sys/types.h>
 
 #include "core/core.h"
+#include "os/sys.h"
 #include "sync/sync.h"
 
 #define DROPIN_MAGIC 0x7d5a11edu
@@ -72,31 +74,6 @@ static inline int dropin_fail(int e) {
   *os_errno_location() = e;
   return -1;
 }
-
-/* ---- the real functions (sys.c) ---- */
-int swarm_sys_pthread_create(pthread_t *t, const pthread_attr_t *a,
-                             void *(*fn)(void *), void *arg);
-int swarm_sys_pthread_join(pthread_t t, void **r);
-pthread_t swarm_sys_pthread_self(void);
-int swarm_sys_pthread_sigmask(int how, const sigset_t *set, sigset_t *old);
-int swarm_sys_pthread_getattr_np(pthread_t t, pthread_attr_t *a);
-int swarm_sys_pthread_kill(pthread_t t, int sig);
-_Noreturn void swarm_sys_pthread_exit(void *v);
-int swarm_sys_sched_yield(void);
-int swarm_sys_nanosleep(const struct timespec *req, struct timespec *rem);
-int swarm_sys_clock_nanosleep(clockid_t c, int flags,
-                              const struct timespec *req, struct timespec *rem);
-int swarm_sys_usleep(useconds_t us);
-unsigned swarm_sys_sleep(unsigned s);
-pid_t swarm_sys_fork(void);
-int swarm_sys_sem_init(sem_t *s, int pshared, unsigned v);
-int swarm_sys_sem_destroy(sem_t *s);
-int swarm_sys_sem_wait(sem_t *s);
-int swarm_sys_sem_trywait(sem_t *s);
-int swarm_sys_sem_timedwait(sem_t *s, const struct timespec *t);
-int swarm_sys_sem_clockwait(sem_t *s, clockid_t c, const struct timespec *t);
-int swarm_sys_sem_post(sem_t *s);
-int swarm_sys_sem_getvalue(sem_t *s, int *v);
 
 /* The drop-in's exported functions have default visibility. */
 #define DROPIN_API __attribute__((visibility("default")))

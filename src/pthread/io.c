@@ -294,7 +294,7 @@ DROPIN_API int select(int nfds, fd_set *r, fd_set *w, fd_set *x,
       ts.tv_nsec = tv->tv_usec * 1000;
       tp = &ts;
     }
-    return (int)io_fail(io_ret(syscall(SYS_pselect6, nfds, r, w, x, tp, NULL)));
+    return (int)io_fail(sys_pselect6(nfds, r, w, x, tp, NULL));
   }
   struct timespec ts, *tp = NULL;
   if (tv) {
@@ -314,12 +314,7 @@ DROPIN_API int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x,
       copy = *tmo;
       tp = &copy;
     }
-    struct {
-      const sigset_t *ss;
-      size_t len;
-    } sig = {mask, 8}; /* the kernel's sigset size */
-    return (int)io_fail(
-        io_ret(syscall(SYS_pselect6, nfds, r, w, x, tp, mask ? &sig : NULL)));
+    return (int)io_fail(sys_pselect6(nfds, r, w, x, tp, mask));
   }
   return waited(io_select_impl(nfds, r, w, x, tmo, mask, true));
 }
@@ -349,8 +344,7 @@ DROPIN_API int epoll_pwait2(int epfd, struct epoll_event *ev, int maxevents,
                             const struct timespec *tmo, const sigset_t *mask) {
   cancel_point();
   if (!worker_current())
-    return (int)io_fail(io_ret(
-        syscall(SYS_epoll_pwait2, epfd, ev, maxevents, tmo, mask, (size_t)8)));
+    return (int)io_fail(sys_epoll_pwait2(epfd, ev, maxevents, tmo, mask));
   int64_t ns;
   if (io_timespec_ns(tmo, &ns) < 0)
     return dropin_fail(EINVAL);
@@ -361,14 +355,14 @@ DROPIN_API int epoll_pwait2(int epfd, struct epoll_event *ev, int maxevents,
 /* ---- descriptors: creation, copies, flags, close ---- */
 
 DROPIN_API int socket(int domain, int type, int protocol) {
-  long r = io_ret(syscall(SYS_socket, domain, type, protocol));
+  long r = sys_socket(domain, type, protocol);
   if (r >= 0)
     io_fd_created((int)r);
   return (int)io_fail(r);
 }
 
 DROPIN_API int socketpair(int domain, int type, int protocol, int sv[2]) {
-  long r = io_ret(syscall(SYS_socketpair, domain, type, protocol, sv));
+  long r = sys_socketpair(domain, type, protocol, sv);
   if (r == 0) {
     io_fd_created(sv[0]);
     io_fd_created(sv[1]);
@@ -377,7 +371,7 @@ DROPIN_API int socketpair(int domain, int type, int protocol, int sv[2]) {
 }
 
 DROPIN_API int pipe2(int fds[2], int flags) {
-  long r = io_ret(syscall(SYS_pipe2, fds, flags));
+  long r = sys_pipe2(fds, flags);
   if (r == 0) {
     io_fd_created(fds[0]);
     io_fd_created(fds[1]);
@@ -390,7 +384,7 @@ DROPIN_API int pipe(int fds[2]) {
 }
 
 DROPIN_API int eventfd(unsigned int initval, int flags) {
-  long r = io_ret(syscall(SYS_eventfd2, initval, flags));
+  long r = sys_eventfd2(initval, flags);
   if (r >= 0)
     io_fd_created((int)r);
   return (int)io_fail(r);
@@ -405,12 +399,12 @@ static long copied(int old, long r) {
 }
 
 DROPIN_API int dup(int old) {
-  return (int)io_fail(copied(old, io_ret(syscall(SYS_dup, old))));
+  return (int)io_fail(copied(old, sys_dup(old)));
 }
 
 static long op_dup3(int new, void *arg) {
   int *of = arg;
-  return io_ret(syscall(SYS_dup3, of[0], new, of[1]));
+  return sys_dup3(of[0], new, of[1]);
 }
 
 DROPIN_API int dup3(int old, int new, int flags) {

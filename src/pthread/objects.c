@@ -436,7 +436,7 @@ DROPIN_API int pthread_once(pthread_once_t *o, void (*fn)(void)) {
 
 DROPIN_API int sem_init(sem_t *s, int pshared, unsigned value) {
   if (pshared)
-    return swarm_sys_sem_init(s, pshared, value);
+    return libc_sem_init(s, pshared, value);
   if (value > SEM_VALUE_MAX)
     return dropin_fail(EINVAL);
   memset(s, 0, sizeof *s);
@@ -445,7 +445,7 @@ DROPIN_API int sem_init(sem_t *s, int pshared, unsigned value) {
 }
 DROPIN_API int sem_destroy(sem_t *s) {
   if (!sync_sem_is_ours(s))
-    return swarm_sys_sem_destroy(s);
+    return libc_sem_destroy(s);
   int e = swarm_sem_destroy(S(s));
   return e ? dropin_fail(e) : 0;
 }
@@ -458,12 +458,12 @@ static int sem_wait_common(sem_t *s, uint64_t deadline) {
 }
 DROPIN_API int sem_wait(sem_t *s) {
   if (!sync_sem_is_ours(s))
-    return swarm_sys_sem_wait(s);
+    return libc_sem_wait(s);
   return sem_wait_common(s, 0);
 }
 DROPIN_API int sem_trywait(sem_t *s) {
   if (!sync_sem_is_ours(s))
-    return swarm_sys_sem_trywait(s);
+    return libc_sem_trywait(s);
   int e = swarm_sem_trywait(S(s));
   return e ? dropin_fail(e) : 0;
 }
@@ -483,23 +483,23 @@ static int sem_timed(sem_t *s, int clock, const struct timespec *t) {
 }
 DROPIN_API int sem_timedwait(sem_t *s, const struct timespec *t) {
   if (!sync_sem_is_ours(s))
-    return swarm_sys_sem_timedwait(s, t);
+    return libc_sem_timedwait(s, t);
   return sem_timed(s, CLOCK_REALTIME, t);
 }
 DROPIN_API int sem_clockwait(sem_t *s, clockid_t c, const struct timespec *t) {
   if (!sync_sem_is_ours(s))
-    return swarm_sys_sem_clockwait(s, c, t);
+    return libc_sem_clockwait(s, c, t);
   return sem_timed(s, c, t);
 }
 DROPIN_API int sem_post(sem_t *s) {
   if (!sync_sem_is_ours(s))
-    return swarm_sys_sem_post(s);
+    return libc_sem_post(s);
   int e = swarm_sem_post(S(s));
   return e ? dropin_fail(e) : 0;
 }
 DROPIN_API int sem_getvalue(sem_t *s, int *v) {
   if (!sync_sem_is_ours(s))
-    return swarm_sys_sem_getvalue(s, v);
+    return libc_sem_getvalue(s, v);
   int e = swarm_sem_getvalue(S(s), v);
   return e ? dropin_fail(e) : 0;
 }

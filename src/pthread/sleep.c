@@ -28,7 +28,7 @@ static bool valid(const struct timespec *t) {
 
 DROPIN_API int nanosleep(const struct timespec *req, struct timespec *rem) {
   if (!worker_current())
-    return swarm_sys_nanosleep(req, rem);
+    return libc_nanosleep(req, rem);
   if (!valid(req))
     return dropin_fail(EINVAL);
   uint64_t ns = (uint64_t)req->tv_nsec;
@@ -45,7 +45,7 @@ DROPIN_API int clock_nanosleep(clockid_t clock, int flags,
                                struct timespec *rem) {
   if (!worker_current() ||
       (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
-    return swarm_sys_clock_nanosleep(clock, flags, req, rem);
+    return libc_clock_nanosleep(clock, flags, req, rem);
   if (!valid(req))
     return EINVAL;
   if (flags & TIMER_ABSTIME) {
@@ -66,14 +66,14 @@ DROPIN_API int clock_nanosleep(clockid_t clock, int flags,
 
 DROPIN_API int usleep(useconds_t us) {
   if (!worker_current())
-    return swarm_sys_usleep(us);
+    return libc_usleep(us);
   park_until(after_ns((uint64_t)us * 1000u));
   return 0;
 }
 
 DROPIN_API unsigned sleep(unsigned s) {
   if (!worker_current())
-    return swarm_sys_sleep(s);
+    return libc_sleep(s);
   park_until(after_ns((uint64_t)s * 1000000000u));
   return 0;
 }

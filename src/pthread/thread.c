@@ -40,10 +40,9 @@
  * the calling swarm thread on its swarm stack. Every other thread of the
  * parent exists in the child's memory only as a copy that must never run.
  * So the child forgets the parent's runtime (its workers are not there) and
- * starts a fresh one, in which the calling flow is the main thread; its
- * pthread_t, keys and mutex ownership carry over (sync_set_alias). See
- * fork_child_reset for the one place that writes core's state, and
- * docs/dropin.md for the core hook that should replace it.
+ * starts a fresh one, in which the calling flow is the main thread under
+ * the descriptor it had (core's runtime_fork_child): its pthread_t, keys
+ * and mutex ownership carry over.
  */
 #include <dlfcn.h>
 #include <sched.h>
@@ -131,27 +130,38 @@ struct dropin_thread *dropin_self(void) {
   atomic_store(&r->desc, t);
   r->external = worker_current() == NULL;
   if (r->external)
-    r->kthread = swarm_sys_pthread_self();
+    r->kthread = libc_pthread_self();
   __atomic_store_n(&t->slots[SLOT_PTHREAD], r, __ATOMIC_RELEASE);
   return r;
 }
 
 /* ---- starting ---- */
 
-void dropin_ensure_runtime(void) {
-  if (swarm_is_running())
-    return;
+/* The runtime's configuration under the drop-in: the environment's
+ * (SWARM_WORKERS, ...), with a larger default stack than swarm's (pthread
+ * programs expect more than 128 KiB). */
+static swarm_config_t dropin_config(void) {
   swarm_config_t cfg = {0};
   const char *s = getenv("SWARM_STACK_SIZE");
   if (!s || !*s)
     cfg.stack_size = DROPIN_DEFAULT_STACK;
-  int r = swarm_init(&cfg);
+  return cfg;
+}
+
+static void start_failed(int r) {
   static _Atomic bool said; /* once: pthread_create retries it per call */
   if (r && r != EBUSY && !atomic_exchange(&said, true)) {
     static const char msg[] = "swarm-pthread: cannot start the runtime; "
                               "threads will fail to start\n";
     os_write_stderr(msg, sizeof msg - 1);
   }
+}
+
+void dropin_ensure_runtime(void) {
+  if (swarm_is_running())
+    return;
+  swarm_config_t cfg = dropin_config();
+  start_failed(swarm_init(&cfg));
 }
 
 __attribute__((constructor)) static void dropin_load(void) {
@@ -172,7 +182,7 @@ _Noreturn static void finish(struct dropin_thread *r, void *value) {
   r->exiting = true;
   sync_thread_exit(self);
   if (r->external)
-    swarm_sys_pthread_exit(value); /* an NPTL thread: NPTL ends it */
+    libc_pthread_exit(value); /* an NPTL thread: NPTL ends it */
   r->result = value;
   struct sync_waiter *list = NULL, *last = NULL, *w;
   sync_spin_lock(&r->done.lock);
@@ -486,9 +496,9 @@ DROPIN_API int pthread_getattr_np(pthread_t t, pthread_attr_t *attr) {
   if (!r->created) {
     /* main or an NPTL kernel thread: its own kernel stack. */
     if (r->external)
-      return swarm_sys_pthread_getattr_np(r->kthread, attr);
+      return libc_pthread_getattr_np(r->kthread, attr);
     if (r == dropin_self())
-      return swarm_sys_pthread_getattr_np(swarm_sys_pthread_self(), attr);
+      return libc_pthread_getattr_np(libc_pthread_self(), attr);
   }
   int e = pthread_attr_init(attr);
   if (e)
@@ -586,7 +596,7 @@ DROPIN_API int pthread_getcpuclockid(pthread_t t, clockid_t *clock) {
 /* The signal mask belongs to the kernel thread, i.e. the worker running
  * the caller (docs/dropin.md). */
 DROPIN_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
-  return swarm_sys_pthread_sigmask(how, set, old);
+  return libc_pthread_sigmask(how, set, old);
 }
 
 DROPIN_API int pthread_kill(pthread_t t, int sig) {
@@ -600,9 +610,9 @@ DROPIN_API int pthread_kill(pthread_t t, int sig) {
   if (sig == 0)
     return 0;
   if (r->external)
-    return swarm_sys_pthread_kill(r->kthread, sig);
+    return libc_pthread_kill(r->kthread, sig);
   if (r == dropin_self()) /* delivered here before we return */
-    return swarm_sys_pthread_kill(swarm_sys_pthread_self(), sig);
+    return libc_pthread_kill(libc_pthread_self(), sig);
   return ENOTSUP; /* no kernel thread belongs to another swarm thread */
 }
 
@@ -613,7 +623,8 @@ DROPIN_API int sched_yield(void) {
     swarm_yield();
     return 0;
   }
-  return swarm_sys_sched_yield();
+  os_yield();
+  return 0;
 }
 
 /* glibc >= 2.34's header redirects pthread_yield to sched_yield (the change
@@ -627,37 +638,29 @@ DROPIN_API int dropin_pthread_yield(void) {
 
 /* ---- fork ---- */
 
-/* In the child: forget the parent's runtime, whose workers did not survive
- * fork (core's runtime_reset_after_fork), and start a fresh one on this
- * kernel thread with the calling flow as its main thread. */
-static void fork_child_reset(struct swarm_thread *before) {
-  void *pthread_slot = before->slots[SLOT_PTHREAD];
-  void *sync_slot = before->slots[SLOT_SYNC];
-  runtime_reset_after_fork();
-  dropin_ensure_runtime();
-  struct swarm_thread *now = sync_self();
-  if (now == before)
-    return;
-  now->slots[SLOT_PTHREAD] = pthread_slot;
-  now->slots[SLOT_SYNC] = sync_slot;
-  sync_set_alias(before, now);
-  struct dropin_thread *r = pthread_slot;
+/* In the child: core restarts the runtime on this kernel thread with the
+ * calling flow, under the descriptor it had, as its main thread
+ * (runtime_fork_child), so its keys, its sync record and the objects it
+ * owns carry over untouched. Only the record changes: the child's main
+ * thread has no core handle to join. */
+static void fork_child_restart(void) {
+  swarm_config_t cfg = dropin_config();
+  start_failed(runtime_fork_child(&cfg));
+  struct dropin_thread *r =
+      __atomic_load_n(&sync_self()->slots[SLOT_PTHREAD], __ATOMIC_ACQUIRE);
   if (r) {
-    atomic_store(&r->desc, now);
-    /* It is the child's main thread now: no core handle to join. */
     r->created = false;
     r->handle = 0;
     r->external = worker_current() == NULL;
     if (r->external)
-      r->kthread = swarm_sys_pthread_self();
+      r->kthread = libc_pthread_self();
   }
 }
 
 DROPIN_API pid_t fork(void) {
   bool running = swarm_is_running();
-  struct swarm_thread *before = running ? sync_self() : NULL;
-  pid_t pid = swarm_sys_fork();
+  pid_t pid = libc_fork();
   if (pid == 0 && running)
-    fork_child_reset(before);
+    fork_child_restart();
   return pid;
 }

@@ -16,6 +16,14 @@
  */
 #include "sync/sync.h"
 
+/* A condition variable's lock comes before its mutex's in the lock order. */
+static inline void cond_lock(swarm_cond_t *c) {
+  spin_lock_as(spinlock_of_word(&c->lock_), LOCK_SYNC_COND);
+}
+static inline void cond_unlock(swarm_cond_t *c) {
+  spin_unlock_as(spinlock_of_word(&c->lock_), LOCK_SYNC_COND);
+}
+
 int swarm_cond_init(swarm_cond_t *c, int clock) {
   if (!c || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
     return EINVAL;
@@ -29,9 +37,9 @@ int swarm_cond_init(swarm_cond_t *c, int clock) {
 int swarm_cond_destroy(swarm_cond_t *c) {
   if (!c)
     return EINVAL;
-  sync_spin_lock(&c->lock_);
+  cond_lock(c);
   int busy = c->head_ != NULL;
-  sync_spin_unlock(&c->lock_);
+  cond_unlock(c);
   return busy ? EBUSY : 0;
 }
 
@@ -58,10 +66,11 @@ int sync_cond_wait_x(swarm_cond_t *c, swarm_mutex_t *m, int clock,
   struct sync_waiter w;
   sync_waiter_init(&w, self, &c->lock_, sync_queue_of(&c->head_), c, NULL);
   w.reason = SWARM_PARK_COND;
+  w.lock_rank = LOCK_SYNC_COND;
   w.deadline_ns = deadline;
   w.interruptible = interruptible;
   sync_wait_begin(&w);
-  sync_spin_lock(&c->lock_);
+  cond_lock(c);
   sync_queue_push(sync_queue_of(&c->head_), &w);
   uint32_t depth = sync_mutex_release_all(m); /* lock order: cond -> mutex */
   r = sync_wait_park(&w);
@@ -96,9 +105,9 @@ int swarm_cond_signal(swarm_cond_t *c) {
    * predicate, and will see it. */
   if (!__atomic_load_n(&c->head_, __ATOMIC_ACQUIRE))
     return 0;
-  sync_spin_lock(&c->lock_);
+  cond_lock(c);
   struct sync_waiter *w = sync_queue_pop(sync_queue_of(&c->head_), 0);
-  sync_spin_unlock(&c->lock_);
+  cond_unlock(c);
   if (w)
     swarm_ready(w->thread);
   return 0;
@@ -110,7 +119,7 @@ int swarm_cond_broadcast(swarm_cond_t *c) {
   if (!__atomic_load_n(&c->head_, __ATOMIC_ACQUIRE))
     return 0;
   struct sync_waiter *list = NULL, *last = NULL, *w;
-  sync_spin_lock(&c->lock_);
+  cond_lock(c);
   while ((w = sync_queue_pop(sync_queue_of(&c->head_), 0))) {
     w->next = NULL;
     if (last)
@@ -119,7 +128,7 @@ int swarm_cond_broadcast(swarm_cond_t *c) {
       list = w;
     last = w;
   }
-  sync_spin_unlock(&c->lock_);
+  cond_unlock(c);
   sync_ready_list(list);
   return 0;
 }

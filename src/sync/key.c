@@ -21,10 +21,10 @@
 #include "sync/sync.h"
 
 static struct {
-  uint32_t lock;
+  struct spinlock lock;         /* LOCK_SYNC_OBJECT */
   uint32_t seq[SWARM_KEYS_MAX]; /* odd: in use; even: free */
   void (*destructor[SWARM_KEYS_MAX])(void *);
-} keys;
+} keys = {.lock = SPINLOCK_INIT(LOCK_SYNC_OBJECT)};
 
 static inline uint32_t key_seq(swarm_key_t k) {
   return __atomic_load_n(&keys.seq[k], __ATOMIC_ACQUIRE);
@@ -33,31 +33,31 @@ static inline uint32_t key_seq(swarm_key_t k) {
 int swarm_key_create(swarm_key_t *key, void (*destructor)(void *)) {
   if (!key)
     return EINVAL;
-  sync_spin_lock(&keys.lock);
+  spin_lock(&keys.lock);
   for (uint32_t k = 0; k < SWARM_KEYS_MAX; k++) {
     if ((keys.seq[k] & 1) == 0) {
       keys.destructor[k] = destructor;
       __atomic_store_n(&keys.seq[k], keys.seq[k] + 1, __ATOMIC_RELEASE);
-      sync_spin_unlock(&keys.lock);
+      spin_unlock(&keys.lock);
       *key = k;
       return 0;
     }
   }
-  sync_spin_unlock(&keys.lock);
+  spin_unlock(&keys.lock);
   return EAGAIN;
 }
 
 int swarm_key_delete(swarm_key_t key) {
   if (key >= SWARM_KEYS_MAX)
     return EINVAL;
-  sync_spin_lock(&keys.lock);
+  spin_lock(&keys.lock);
   int r = EINVAL;
   if (keys.seq[key] & 1) {
     keys.destructor[key] = NULL;
     __atomic_store_n(&keys.seq[key], keys.seq[key] + 1, __ATOMIC_RELEASE);
     r = 0;
   }
-  sync_spin_unlock(&keys.lock);
+  spin_unlock(&keys.lock);
   return r;
 }
 
@@ -112,10 +112,10 @@ void sync_thread_exit(struct swarm_thread *self) {
       if (!v->value)
         continue;
       void (*d)(void *) = NULL;
-      sync_spin_lock(&keys.lock);
+      spin_lock(&keys.lock);
       if (keys.seq[k] == v->seq)
         d = keys.destructor[k];
-      sync_spin_unlock(&keys.lock);
+      spin_unlock(&keys.lock);
       void *value = v->value;
       v->value = NULL;
       if (d) {
@@ -131,8 +131,8 @@ void sync_thread_exit(struct swarm_thread *self) {
    * it does, and only while the thread is alive (the drop-in stops
    * interrupting a thread once it exits), so freeing here is safe. */
   __atomic_store_n(&self->slots[SLOT_SYNC], NULL, __ATOMIC_RELEASE);
-  sync_spin_lock(&rec->lock);
-  sync_spin_unlock(&rec->lock);
+  spin_lock(&rec->lock);
+  spin_unlock(&rec->lock);
   free(rec->values);
   free(rec);
 }

@@ -11,25 +11,28 @@
  *      takes the object's spinlock, decides it must wait, appends the waiter
  *      to the object's queue (`queued` = 1) and calls sync_wait_park() with
  *      the spinlock still held.
- *   2. sync_wait_park parks through swarm_park; its commit, running once the
- *      thread is off its stack, arms the deadline timer and only then
+ *   2. sync_wait_park parks through swarm_park, with the waiter's deadline
+ *      if it has one; the commit, running once the thread is off its stack,
  *      releases the spinlock. So nobody can dequeue-and-ready the thread
- *      before it is parked (core's ownership rule), and the timer cannot fire
- *      on this worker while the spinlock is held by the parking thread.
+ *      before it is parked (core's ownership rule); a deadline that passes
+ *      before the commit has run waits for the spinlock like anyone else.
  *   3. Exactly one party dequeues a waiter, always under the object's
  *      spinlock, and sets `result` then: a waker (0, with whatever the
  *      primitive granted, e.g. mutex ownership handed over), the deadline
- *      timer (ETIMEDOUT), or an interrupter (ECANCELED). That party then
+ *      (ETIMEDOUT; waiter_expire, which core calls and then readies the
+ *      thread itself), or an interrupter (ECANCELED). That party then
  *      readies the thread after releasing the spinlock. A party that finds
  *      `queued` == 0 does nothing.
- *   4. The woken thread disarms its timer; if the timer's callback already
- *      started it waits for `timer_done` before its stack (and the waiter)
- *      goes away.
+ *   4. Once resumed the waiter reads `result`; core has disarmed the
+ *      deadline before swarm_park returns.
  *
- * Lock order: an object's spinlock may be taken while holding another
- * object's only as cond -> mutex (cond wait releases the mutex while it
- * holds the cond's lock); a thread record's lock may be held while taking an
- * object's lock (interruption), never the other way round.
+ * Locks are os/spinlock.h's, in three ranks of the runtime's lock order:
+ * a thread record's lock (LOCK_SYNC_RECORD) may be held while taking an
+ * object's (interruption), never the other way round; a condition
+ * variable's (LOCK_SYNC_COND) while taking its mutex's (a cond wait releases
+ * the mutex while it holds the cond's lock); every other object's lock
+ * (LOCK_SYNC_OBJECT) is taken alone among sync's, before core's timer heap
+ * and ready queues.
  *
  * Nothing ever parks while holding a spinlock other than through step 2, and
  * a worker never switches threads inside a critical section, so a spinlock
@@ -47,23 +50,16 @@
 
 #include "core/core.h"
 
-/* ---- spinlock (a uint32_t inside each public object) ---- */
+/* ---- the object's lock (a uint32_t inside each public object) ---- */
 
-static inline _Atomic uint32_t *sync_lockword(uint32_t *w) {
-  return (_Atomic uint32_t *)w;
-}
-
-void sync_spin_contended(_Atomic uint32_t *l);
-
+/* Rank LOCK_SYNC_OBJECT; a condition variable's lock word is taken with
+ * rank LOCK_SYNC_COND (cond.c). */
 static inline void sync_spin_lock(uint32_t *word) {
-  _Atomic uint32_t *l = sync_lockword(word);
-  if (likely(!atomic_exchange_explicit(l, 1, memory_order_acquire)))
-    return;
-  sync_spin_contended(l);
+  spin_lock_as(spinlock_of_word(word), LOCK_SYNC_OBJECT);
 }
 
 static inline void sync_spin_unlock(uint32_t *word) {
-  atomic_store_explicit(sync_lockword(word), 0, memory_order_release);
+  spin_unlock_as(spinlock_of_word(word), LOCK_SYNC_OBJECT);
 }
 
 /* ---- waiters ---- */
@@ -90,7 +86,7 @@ typedef struct sync_waiter *(*sync_removed_fn)(struct sync_waiter *w);
 struct sync_waiter {
   struct sync_waiter *next, *prev;
   struct swarm_thread *thread;
-  uint32_t *lock;           /* the object's spinlock */
+  uint32_t *lock;           /* the object's lock word */
   struct sync_queue *queue; /* the object's queue */
   sync_removed_fn removed;  /* may be NULL */
   void *object;             /* the primitive, for `removed` */
@@ -99,11 +95,17 @@ struct sync_waiter {
   int result;               /* valid once dequeued */
   int queued;
   bool interruptible;
-  bool timer_armed;
-  uint8_t reason; /* enum swarm_park_reason, for the trace; 0: other */
-  _Atomic int timer_done;
-  struct swarm_timer timer;
+  uint8_t reason;    /* enum swarm_park_reason, for the trace; 0: other */
+  uint8_t lock_rank; /* of *lock: LOCK_SYNC_OBJECT unless set after init */
 };
+
+/* The lock of w's object, in w's rank. */
+static inline void sync_waiter_lock(struct sync_waiter *w) {
+  spin_lock_as(spinlock_of_word(w->lock), (enum lock_rank)w->lock_rank);
+}
+static inline void sync_waiter_unlock(struct sync_waiter *w) {
+  spin_unlock_as(spinlock_of_word(w->lock), (enum lock_rank)w->lock_rank);
+}
 
 /* Prepares w for the calling thread (self). */
 void sync_waiter_init(struct sync_waiter *w, struct swarm_thread *self,
@@ -117,7 +119,7 @@ struct sync_waiter *sync_queue_pop(struct sync_queue *q, int result);
 
 /* Step 2 of the protocol: called with *w->lock held and w queued; returns
  * with the lock released and w dequeued, giving w->result (0, ETIMEDOUT,
- * ECANCELED, or ENOMEM when no timer could be had). */
+ * ECANCELED, or ENOMEM when core could arm no timer for the deadline). */
 int sync_wait_park(struct sync_waiter *w);
 
 /* Interruptible waits publish themselves in the thread's record before
@@ -150,15 +152,10 @@ static inline struct swarm_thread *sync_self(void) {
   return swarm_current_thread();
 }
 
-/* After fork, the child's flow continues under a new descriptor; objects it
- * held record the old one. sync_same_owner treats `from` as `to`. */
-extern struct swarm_thread *sync_alias_from, *sync_alias_to;
-void sync_set_alias(struct swarm_thread *from, struct swarm_thread *to);
+/* Whether an object's recorded owner is self. (A fork child's flow keeps
+ * its descriptor, core's runtime_fork_child, so what it held stays its.) */
 static inline bool sync_same_owner(uint64_t owner, struct swarm_thread *self) {
-  if (likely(owner == (uint64_t)(uintptr_t)self))
-    return true;
-  return unlikely(sync_alias_to == self) &&
-         owner == (uint64_t)(uintptr_t)sync_alias_from && owner != 0;
+  return owner == (uint64_t)(uintptr_t)self;
 }
 
 /* ---- per-thread record (slots[SLOT_SYNC]) ---- */
@@ -169,7 +166,7 @@ struct sync_key_value {
 };
 
 struct sync_thread {
-  uint32_t lock;               /* guards `blocked` and the hook */
+  struct spinlock lock;        /* LOCK_SYNC_RECORD: `blocked`, the hook */
   _Atomic int interrupt;       /* an interruption is pending */
   struct sync_waiter *blocked; /* the interruptible wait in progress */
   /* or another layer's (the I/O layer's): see sync_interruptible_begin */

@@ -4,46 +4,18 @@
  * the small things built directly on them (one-shot events, sleeping).
  * The protocol and the lock order are in sync.h; this file keeps them.
  *
- * Two ways to park:
- *   - a swarm thread (on a worker) parks through swarm_park; the deadline is
- *     a core timer on the worker it parked on, armed in the commit;
- *   - a kernel thread that is not a worker waits on its descriptor's futex
- *     word. Untimed, that is exactly core's external park. Timed, core has no
- *     such call, so wait_external_timed below speaks core's external
- *     protocol itself (wake_word = 0 before the waiter is visible; a readier
- *     stores 1 and wakes the futex) with a futex timeout. It needs no worker
- *     and no runtime, which a core timer would (worker 0 fires those).
- *     Rejected: arming a core timer for external waits too — it starts the
- *     runtime from inside a wait when none is running, turning the waiting
- *     kernel thread into worker 0 while it sleeps on a futex.
+ * Parking is core's swarm_park, for swarm threads and for kernel threads
+ * that are not workers alike; a deadline is core's too (struct
+ * swarm_deadline): when it passes, waiter_expire takes the waiter out under
+ * the object's lock, exactly as a timeout always did, and core resumes the
+ * thread with ETIMEDOUT. What core does not know — which waiters an object
+ * grants to when one leaves (`removed`), interruption — stays here.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "os/sys.h"
 #include "sync/sync.h"
-
-struct swarm_thread *sync_alias_from, *sync_alias_to;
-
-void sync_set_alias(struct swarm_thread *from, struct swarm_thread *to) {
-  sync_alias_from = from;
-  sync_alias_to = to;
-}
-
-void sync_spin_contended(_Atomic uint32_t *l) {
-  unsigned spins = 0;
-  for (;;) {
-    while (atomic_load_explicit(l, memory_order_relaxed)) {
-      /* The holder runs on another kernel thread (nobody switches inside a
-       * critical section); if the kernel preempted it, let it run. */
-      if (++spins < 256)
-        os_cpu_relax();
-      else
-        sched_yield();
-    }
-    if (!atomic_exchange_explicit(l, 1, memory_order_acquire))
-      return;
-  }
-}
 
 /* ---- queues ---- */
 
@@ -53,6 +25,7 @@ void sync_waiter_init(struct sync_waiter *w, struct swarm_thread *self,
   memset(w, 0, sizeof *w);
   w->thread = self;
   w->lock = lock;
+  w->lock_rank = LOCK_SYNC_OBJECT;
   w->queue = q;
   w->object = object;
   w->removed = removed;
@@ -112,63 +85,25 @@ static struct sync_waiter *take_out(struct sync_waiter *w, int result) {
 
 /* ---- parking ---- */
 
-static void waiter_timeout(struct swarm_timer *t) {
-  struct sync_waiter *w = t->arg;
-  struct sync_waiter *list = NULL;
-  sync_spin_lock(w->lock);
-  if (w->queued)
-    list = take_out(w, ETIMEDOUT);
-  sync_spin_unlock(w->lock);
-  /* From here the waiter may return and its stack go away: if we did not
-   * take it out, someone else did and may have readied it already. */
-  atomic_store_explicit(&w->timer_done, 1, memory_order_release);
-  sync_ready_list(list);
-}
-
 static bool commit_wait(struct swarm_thread *self, void *arg) {
-  struct sync_waiter *w = arg;
   (void)self;
-  if (w->deadline_ns) {
-    /* Armed here, off the thread's stack: the callback takes w->lock,
-     * which we hold until the end of this commit. */
-    if (swarm_timer_start(&w->timer, w->deadline_ns, waiter_timeout, w) != 0) {
-      struct sync_waiter *list = take_out(w, ENOMEM);
-      sync_spin_unlock(w->lock);
-      sync_ready_list(list->next); /* not w: the park is abandoned */
-      return false;
-    }
-    w->timer_armed = true;
-  }
-  sync_spin_unlock(w->lock);
+  sync_waiter_unlock(arg);
   return true;
 }
 
-static void wait_external_timed(struct sync_waiter *w) {
-  struct swarm_thread *self = w->thread;
-  atomic_store_explicit(&self->wake_word, 0, memory_order_relaxed);
-  sync_spin_unlock(w->lock);
-  bool timed = true;
-  while (atomic_load_explicit(&self->wake_word, memory_order_acquire) == 0) {
-    if (!timed) {
-      os_futex_wait(&self->wake_word, 0, -1);
-      continue;
-    }
-    uint64_t now = sync_now_ns();
-    if (now >= w->deadline_ns) {
-      struct sync_waiter *list = NULL;
-      sync_spin_lock(w->lock);
-      if (w->queued)
-        list = take_out(w, ETIMEDOUT);
-      sync_spin_unlock(w->lock);
-      if (list) {
-        sync_ready_list(list->next);
-        return; /* nobody else will touch w or wake us */
-      }
-      timed = false; /* a waker took it out: its wake is on the way */
-      continue;
-    }
-    os_futex_wait(&self->wake_word, 0, (int64_t)(w->deadline_ns - now));
-  }
+/* The park's deadline passed (core calls this at most once, perhaps before
+ * commit_wait has run: the lock makes it wait for the commit). */
+static bool waiter_expire(struct swarm_thread *self, void *arg) {
+  (void)self;
+  struct sync_waiter *w = arg, *list = NULL;
+  sync_waiter_lock(w);
+  if (w->queued)
+    list = take_out(w, ETIMEDOUT);
+  sync_waiter_unlock(w);
+  if (!list)
+    return false;              /* a waker took it out and readies it */
+  sync_ready_list(list->next); /* whom `removed` granted; core readies w */
+  return true;
 }
 
 int sync_wait_park(struct sync_waiter *w) {
@@ -180,22 +115,16 @@ int sync_wait_park(struct sync_waiter *w) {
      * out) or we see its flag now. */
     if (rec && atomic_load_explicit(&rec->interrupt, memory_order_seq_cst)) {
       struct sync_waiter *list = take_out(w, ECANCELED);
-      sync_spin_unlock(w->lock);
+      sync_waiter_unlock(w);
       sync_ready_list(list->next);
       return ECANCELED;
     }
   }
-  if (!worker_current() && w->deadline_ns) {
-    wait_external_timed(w);
-    return w->result;
-  }
-  swarm_park_why(commit_wait, w, w->reason);
-  if (w->timer_armed && !swarm_timer_cancel(&w->timer)) {
-    /* The callback was taken from the heap: it runs or ran; it touches w
-     * until it sets timer_done. It never blocks, so this wait is short. */
-    while (!atomic_load_explicit(&w->timer_done, memory_order_acquire))
-      os_cpu_relax();
-  }
+  struct swarm_deadline deadline = {w->deadline_ns, waiter_expire};
+  int r = swarm_park(commit_wait, w, (enum swarm_park_reason)w->reason,
+                     w->deadline_ns ? &deadline : NULL);
+  if (r == ENOMEM) /* no timer: the wait expired at once, without waiting */
+    w->result = ENOMEM;
   return w->result;
 }
 
@@ -248,6 +177,7 @@ struct sync_thread *sync_thread_of(struct swarm_thread *t, bool create) {
   struct sync_thread *fresh = calloc(1, sizeof *fresh);
   if (!fresh)
     return NULL;
+  spin_init(&fresh->lock, LOCK_SYNC_RECORD);
   void *expected = NULL;
   /* The owner and an interrupter may both create it: one wins. */
   if (__atomic_compare_exchange_n(slot, &expected, fresh, false,
@@ -264,19 +194,19 @@ int sync_interrupt(struct swarm_thread *t) {
   atomic_store_explicit(&rec->interrupt, 1, memory_order_seq_cst);
   struct sync_waiter *list = NULL;
   struct swarm_thread *woken = NULL;
-  sync_spin_lock(&rec->lock);
+  spin_lock(&rec->lock);
   struct sync_waiter *w = rec->blocked;
   if (w) {
     /* rec->lock keeps w alive: the waiter clears `blocked` under it before
      * its stack frame goes away. */
-    sync_spin_lock(w->lock);
+    sync_waiter_lock(w);
     if (w->queued)
       list = take_out(w, ECANCELED);
-    sync_spin_unlock(w->lock);
+    sync_waiter_unlock(w);
   } else if (rec->blocked_hook) {
     woken = rec->blocked_hook(rec->blocked_hook_arg); /* alive alike */
   }
-  sync_spin_unlock(&rec->lock);
+  spin_unlock(&rec->lock);
   sync_ready_list(list);
   if (woken)
     swarm_ready(woken);
@@ -288,10 +218,10 @@ bool sync_interruptible_begin(struct swarm_thread *self,
   struct sync_thread *rec = sync_thread_of(self, true);
   if (!rec)
     return true;
-  sync_spin_lock(&rec->lock);
+  spin_lock(&rec->lock);
   rec->blocked_hook = hook;
   rec->blocked_hook_arg = arg;
-  sync_spin_unlock(&rec->lock);
+  spin_unlock(&rec->lock);
   /* sync_interrupt stores the flag, then looks for a hook under the lock:
    * it finds ours, or we see its flag now (both seq_cst). */
   if (atomic_load_explicit(&rec->interrupt, memory_order_seq_cst)) {
@@ -305,10 +235,10 @@ void sync_interruptible_end(struct swarm_thread *self) {
   struct sync_thread *rec = sync_thread_of(self, false);
   if (!rec)
     return;
-  sync_spin_lock(&rec->lock);
+  spin_lock(&rec->lock);
   rec->blocked_hook = NULL;
   rec->blocked_hook_arg = NULL;
-  sync_spin_unlock(&rec->lock);
+  spin_unlock(&rec->lock);
 }
 
 void sync_interrupt_clear(struct swarm_thread *t) {
@@ -333,9 +263,9 @@ bool sync_wait_begin(struct sync_waiter *w) {
     w->interruptible = false;
     return false;
   }
-  sync_spin_lock(&rec->lock);
+  spin_lock(&rec->lock);
   rec->blocked = w;
-  sync_spin_unlock(&rec->lock);
+  spin_unlock(&rec->lock);
   return true;
 }
 
@@ -343,9 +273,9 @@ void sync_wait_end(struct sync_waiter *w) {
   if (!w->interruptible)
     return;
   struct sync_thread *rec = sync_thread_of(w->thread, false);
-  sync_spin_lock(&rec->lock);
+  spin_lock(&rec->lock);
   rec->blocked = NULL;
-  sync_spin_unlock(&rec->lock);
+  spin_unlock(&rec->lock);
 }
 
 /* ---- one-shot events ---- */
@@ -417,12 +347,10 @@ int sync_sleep_until(uint64_t deadline_ns, bool interruptible) {
     return 0; /* the sleep ran its course */
   if (r == ENOMEM) {
     /* No timer memory: sleep without parking rather than not at all. */
-    uint64_t now;
-    while ((now = sync_now_ns()) < deadline_ns) {
-      struct timespec ts = {(time_t)((deadline_ns - now) / 1000000000u),
-                            (long)((deadline_ns - now) % 1000000000u)};
-      nanosleep(&ts, NULL);
-    }
+    struct timespec until = {(time_t)(deadline_ns / 1000000000u),
+                             (long)(deadline_ns % 1000000000u)};
+    while (sync_now_ns() < deadline_ns) /* CLOCK_MONOTONIC, as sync_now_ns */
+      sys_sleep_until(CLOCK_MONOTONIC, &until);
     return 0;
   }
   return r;

@@ -40,7 +40,9 @@ static void gate_lock(void) {
   while (atomic_exchange(&gate.lock, 1))
     ;
 }
-static void gate_unlock(void) { atomic_store(&gate.lock, 0); }
+static void gate_unlock(void) {
+  atomic_store(&gate.lock, 0);
+}
 
 static bool gate_commit(struct swarm_thread *self, void *arg) {
   (void)arg;
@@ -67,7 +69,8 @@ static void *fan_member(void *arg) {
     }
     return (void *)1L;
   }
-  swarm_park(gate_commit, NULL); /* unlocks in the commit */
+  swarm_park(gate_commit, NULL, SWARM_PARK_OTHER,
+             NULL); /* unlocks in the commit */
   CHECK(gate.open);
   return (void *)1L;
 }

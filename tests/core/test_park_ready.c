@@ -42,7 +42,7 @@ static bool commit_wait(struct swarm_thread *self, void *arg) {
 
 static void box_wait(struct box *b) {
   while (!atomic_load(&b->token))
-    swarm_park(commit_wait, b);
+    swarm_park(commit_wait, b, SWARM_PARK_OTHER, NULL);
   atomic_store(&b->token, 0);
 }
 
@@ -90,7 +90,7 @@ int main(void) {
   swarm_config_t cfg = {.workers = 2};
   CHECK_EQ(swarm_init(&cfg), 0);
   int calls = 0;
-  swarm_park(commit_refuse, &calls);
+  swarm_park(commit_refuse, &calls, SWARM_PARK_OTHER, NULL);
   CHECK_EQ(calls, 1);
 
   rounds = test_scaled(200000, 5000);

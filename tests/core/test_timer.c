@@ -31,7 +31,7 @@ static bool commit_sleep(struct swarm_thread *self, void *arg) {
 static void sleep_ns(uint64_t ns) {
   struct sleeper s = {.fired = 0};
   s.timer.deadline_ns = os_now_ns() + ns;
-  swarm_park(commit_sleep, &s);
+  swarm_park(commit_sleep, &s, SWARM_PARK_SLEEP, NULL);
   CHECK_EQ(atomic_load(&s.fired), 1);
 }
 

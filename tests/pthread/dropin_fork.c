@@ -1,7 +1,8 @@
 /* fork from a thread while other threads sleep: the child works (it creates
  * and joins threads, uses a mutex the parent's thread held across fork,
- * prints) and exits with its own status; none of the parent's other threads
- * runs in the child; the parent waits for it. */
+ * prints) and exits with its own status; the forking thread keeps its
+ * identity (pthread_self, its thread-specific values); none of the parent's
+ * other threads runs in the child; the parent waits for it. */
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/wait.h>
@@ -10,6 +11,7 @@
 #include "dropin_check.h"
 
 static pthread_mutex_t held = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+static pthread_key_t key;
 static volatile int in_child;
 static void *background(void *a) {
   (void)a;
@@ -25,11 +27,15 @@ static void *child_thread(void *a) {
 static void *forker(void *a) {
   (void)a;
   CHECK(pthread_mutex_lock(&held) == 0);
+  CHECK(pthread_setspecific(key, &key) == 0);
+  pthread_t me = pthread_self();
   fflush(stdout);
   pid_t pid = fork();
   CHECK(pid >= 0);
   if (pid == 0) {
     in_child = 1;
+    CHECK(pthread_equal(pthread_self(), me));
+    CHECK(pthread_getspecific(key) == &key);
     CHECK(pthread_mutex_unlock(&held) == 0); /* still ours in the child */
     long sum = 0;
     for (long i = 0; i < 20; i++) {
@@ -53,6 +59,7 @@ static void *forker(void *a) {
 
 int main(void) {
   report_on_swarm();
+  CHECK(pthread_key_create(&key, NULL) == 0);
   pthread_t bg[4], f;
   for (int i = 0; i < 4; i++)
     CHECK(pthread_create(&bg[i], NULL, background, NULL) == 0);

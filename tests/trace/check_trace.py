@@ -18,8 +18,9 @@ counter, steal events the successful steals, park events (other than
 swarm_finalize's own) the park counter, sleep slices at least the sleeps
 counted (but one still in progress at exit), run slices at least the
 threads run; run slices on a worker never overlap; every spawned child
-runs; parks name join, mutex, cond, sleep and yield, and readies join,
-mutex, cond and sleep; the trailer's event count is the events'.
+runs; parks name join, mutex, cond, sleep, yield and io, and readies join,
+mutex, cond and sleep (an io ready may come from the monitor, which records
+none); the trailer's event count is the events'.
 """
 import argparse
 import collections
@@ -154,7 +155,7 @@ def check(doc, stats, regular, buffer):
     missing = children - ran
     if missing:
         fail(f"{len(missing)} spawned threads never ran, e.g. {sorted(missing)[:3]}")
-    for want in ("join", "mutex", "cond", "sleep", "yield"):
+    for want in ("join", "mutex", "cond", "sleep", "yield", "io"):
         if reasons[want] == 0:
             fail(f"no park with reason {want}: {dict(reasons)}")
     for want in ("join", "mutex", "cond", "sleep"):

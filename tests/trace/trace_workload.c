@@ -2,8 +2,8 @@
  * tests/trace/trace_workload.c — a program for the trace tests: with
  * SWARM_TRACE set it runs a mix that makes every kind of event (spawns and
  * joins that park, steals, mutex and condition-variable waits, sleeps,
- * yields, idle workers sleeping), then prints one JSON line with each
- * worker's counters as the scheduler kept them (white-box: swarm_rt), read
+ * yields, an I/O wait, idle workers sleeping), then prints one JSON line with
+ * each worker's counters as the scheduler kept them (white-box: swarm_rt), read
  * once the mix is over, for check_trace.py to compare with the trace.
  * Usage: trace_workload finalize|exit — end with swarm_finalize, or return
  * from main with the runtime still running (the trace is closed at exit).
@@ -11,10 +11,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "core/core.h"
 #include "swarm.h"
+#include "swarm/io.h"
 
 static void *fib(void *arg) {
   long n = (long)arg;
@@ -103,6 +105,23 @@ static void *sleeper(void *arg) {
   return NULL;
 }
 
+/* A read of an empty pipe parks the reader until the writer's data comes
+ * (an I/O park, readied by the poller). The reader runs first (work-first
+ * spawn), so it finds the pipe empty. */
+static int io_pipe[2];
+static void *io_reader(void *arg) {
+  (void)arg;
+  char c;
+  CHECK_EQ(swarm_read(io_pipe[0], &c, 1), 1);
+  return (void *)(long)c;
+}
+static void *io_writer(void *arg) {
+  (void)arg;
+  swarm_sleep_ns(2000000);
+  CHECK_EQ(swarm_write(io_pipe[1], "x", 1), 1);
+  return NULL;
+}
+
 static void *busy_leaf(void *arg) {
   /* Hold this worker until the other one has stolen (the parent waits in
    * our deque): steals happen however loaded the machine is. */
@@ -152,6 +171,12 @@ int main(int argc, char **argv) {
   CHECK(r == (void *)1L); /* a yield parked within 100000 tries */
   CHECK_EQ(swarm_spawn(&t[0], NULL, sleeper, NULL), 0);
   CHECK_EQ(swarm_join(t[0], NULL), 0);
+  CHECK_EQ(pipe(io_pipe), 0);
+  CHECK_EQ(swarm_spawn(&t[0], NULL, io_reader, NULL), 0);
+  CHECK_EQ(swarm_spawn(&t[1], NULL, io_writer, NULL), 0);
+  CHECK_EQ(swarm_join(t[0], &r), 0);
+  CHECK_EQ((long)r, 'x');
+  CHECK_EQ(swarm_join(t[1], NULL), 0);
   CHECK_EQ(swarm_spawn(&t[0], NULL, wide, NULL), 0);
   CHECK_EQ(swarm_join(t[0], NULL), 0);
   /* every worker idle long enough to sleep on its futex */

@@ -1,0 +1,400 @@
+/*
+ * core/spawn.c — work-first spawn and thread exit, the scheduler's hot
+ * paths (MassiveThreads' design):
+ *
+ *  - Work-first spawn. swarm_spawn switches straight from the parent to the
+ *    child's fresh stack; the "after" step of that switch (arch/context.h),
+ *    running on the child's stack once the parent is fully saved, pushes the
+ *    parent on the deque. When the child exits, the worker takes the parent
+ *    back from the bottom of the deque and switches to it: one switch each
+ *    way, no scheduler context in between. If a thief stole the parent, the
+ *    worker takes whatever else is local or goes to its scheduler loop.
+ *
+ *
+ *  - The fast paths make no call but the switch, so nothing of them lives
+ *    in callee-saved registers. Spawn: both caches non-empty, the parent
+ *    pushed before the switch (push_parent_early, with a back end that
+ *    publishes the saved stack pointer last), the child's function called
+ *    straight on its fresh stack (swarm_arch_spawn). Exit: the result
+ *    published with one fetch_add, the stack back in the worker's cache
+ *    while still running on it (its frames start below the cache's link),
+ *    the parent taken from the deque and resumed without saving anything
+ *    (swarm_arch_resume_plain). Everything else — attributes, a caller that
+ *    is not a worker, a full deque, a sleeping worker to wake, a joiner to
+ *    ready, a detached thread's descriptor, upper layers' exit work,
+ *    tracing — is an after step or a noinline tail call.
+ *
+ *  - Join's race with exit is won in thread.c; this side sets EXITED once
+ *    (exit_publish) and readies a joiner only when WAITER says one parked.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "core/core.h"
+#include "core/sched.h"
+#include "core/trace.h"
+#include "os/os.h"
+
+/* ---- the after steps of spawn and exit (arch/context.h) ---- */
+
+void *after_push_parent(void *arg) {
+  struct worker *w = arg;
+  make_runnable(w, w->handoff);
+  return w;
+}
+
+void *after_wake_idle(void *arg) { /* push_parent_early's parent */
+  struct worker *w = arg;
+  wake_one(w);
+  return w;
+}
+
+void *after_release_stack(void *arg) {
+  struct worker *w = arg;
+  stack_release(w, w->dead_stack);
+  return w;
+}
+
+/* Traced twins, chosen by trace_start (trace.h): the switch closes the old
+ * run slice and opens the new one, then the plain step. */
+void *after_push_parent_traced(void *arg) {
+  struct worker *w = arg;
+  uint64_t now = trace_now();
+  trace_put(w->trace, TR_SPAWN, now, trace_id(w->handoff), trace_id(w->current),
+            0);
+  trace_switch_at(w->trace, now, w->current);
+  return after_push_parent(arg);
+}
+
+void *after_release_stack_traced(void *arg) {
+  struct worker *w = arg;
+  trace_switch(w->trace, w->current);
+  return after_release_stack(arg);
+}
+
+void *after_main_exit_traced(void *arg) {
+  struct worker *w = arg;
+  trace_switch(w->trace, w->current);
+  return w;
+}
+
+/* ---- thread start and exit ---- */
+
+static void user_thread_exit(void *result);
+
+/* Where a thread made by swarm_spawn starts when it is not started by
+ * swarm_arch_spawn (an after step, a spawn from a non-worker, ASan). */
+static void thread_entry(void *transfer) {
+#ifdef SWARM_ASAN
+  __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
+#endif
+  struct worker *w = transfer;
+  struct swarm_thread *t = w->current;
+  os_errno_set(0);
+  user_thread_exit(t->fn(t->arg));
+  __builtin_unreachable();
+}
+
+void (*swarm_thread_exit_hook)(struct swarm_thread *self);
+
+/* The exiting thread's joiner is parked on it: make it runnable. Out of
+ * line, so that its trace point does not weigh on the exit's fast
+ * path (the joiner usually finds the thread exited and never parks). */
+static __attribute__((noinline)) void ready_joiner(struct worker *w,
+                                                   struct swarm_thread *j) {
+  TRACE_READY(w, j);
+  make_runnable(w, j);
+}
+
+/* Upper layers' exit work (core.h: swarm_thread_exit_hook), for a thread
+ * with something in its slots. It may block, so callers read their worker
+ * only afterwards. */
+static __attribute__((noinline)) void thread_exit_work(struct swarm_thread *t) {
+  if (swarm_thread_exit_hook)
+    swarm_thread_exit_hook(t);
+}
+
+static inline bool thread_has_exit_work(struct swarm_thread *t) {
+  return ((uintptr_t)t->slots[SLOT_SYNC] | (uintptr_t)t->slots[SLOT_PTHREAD]) !=
+         0;
+}
+
+/* A joiner is parked on t (WAITER) or t is detached: ready the joiner, or
+ * retire the descriptor. */
+static void exit_notify(struct worker *w, struct swarm_thread *t,
+                        uint64_t old) {
+  if (old & CTL_WAITER)
+    ready_joiner(w, t->joiner);
+  else
+    desc_release(w, t);
+}
+
+/* Publishes t's exit with its result and returns the control word before.
+ * After this the descriptor may be released by a joiner at any moment, so
+ * it is not touched again unless WAITER says a joiner is parked (and cannot
+ * release it before we ready it). EXITED is set once, so an add is the or;
+ * it needs no CAS loop. */
+static inline uint64_t exit_publish(struct swarm_thread *t, void *result) {
+  t->result = result;
+  return atomic_fetch_add_explicit(&t->control, CTL_EXITED,
+                                   memory_order_acq_rel);
+}
+
+/* The exit's last step, the general way: `next` is what the deque gave
+ * (NULL: look in the ready queue), any stack (the after step releases it
+ * once we are off it). */
+static __attribute__((noinline)) void
+exit_switch_slow(struct worker *w, struct stack_ref dead,
+                 struct swarm_thread *next) {
+  if (!next && queue_count(&w->queue) != 0)
+    next = ready_queue_pop(&w->queue, false);
+  void *(*after)(void *) = w->after_exit;
+  if (stack_release_running(w, dead))
+    resume_next(w, next, NULL);
+  w->dead_stack = dead;
+  resume_next(w, next, after ? after : after_release_stack);
+}
+
+/* The exit's last step: count it, leave for the next local thread. The
+ * common case (a thread in the deque, the plain steps, a cached stack)
+ * makes no call but the switch, so the exit path keeps nothing in
+ * callee-saved registers; the rest is exit_switch_slow. With the plain
+ * steps (after_exit NULL) the stack goes back to the cache now, while we
+ * still run on it (stack_release_running). */
+static inline __attribute__((always_inline)) void
+exit_switch(struct worker *w, struct stack_ref dead) {
+  counter_inc(&w->stat_exited_pub);
+  struct swarm_thread *next = deque_take(&w->deque);
+  if (likely(next) && likely(stack_release_running(w, dead))) {
+    resume_plain_tail(w, next);
+    return;
+  }
+  exit_switch_slow(w, dead, next);
+}
+
+/* A published exit with a joiner to wake or a detached descriptor to
+ * release. WAITER/DETACHED keep t ours until then (see exit_publish), so
+ * its stack can still be read here, before exit_notify lets it go. */
+static __attribute__((noinline)) void
+exit_notify_switch(struct worker *w, struct swarm_thread *t, uint64_t old) {
+  struct stack_ref dead = t->stack;
+  exit_notify(w, t, old);
+  exit_switch(w, dead);
+}
+
+/* user_thread_exit for a thread with exit work (the hook may block). */
+static __attribute__((noinline)) void
+user_thread_exit_slow(struct swarm_thread *t, void *result) {
+  thread_exit_work(t);
+  struct worker *w = worker_current(); /* the hook may have moved us */
+  struct stack_ref dead = t->stack;
+  uint64_t old = exit_publish(t, result);
+  if (old & (CTL_WAITER | CTL_DETACHED)) {
+    exit_notify_switch(w, t, old);
+    return;
+  }
+  exit_switch(w, dead);
+}
+
+/* The end of every thread made by swarm_spawn (swarm_arch_spawn calls it
+ * with fn's result; thread_entry, swarm_exit). Never returns (see
+ * resume_plain_tail for why it is not declared so). */
+static __attribute__((noinline)) void user_thread_exit(void *result) {
+  struct worker *w = worker_current();
+  struct swarm_thread *t = w->current;
+  if (unlikely(thread_has_exit_work(t))) {
+    user_thread_exit_slow(t, result);
+    return;
+  }
+  struct stack_ref dead = t->stack;
+  uint64_t old = exit_publish(t, result);
+  if (unlikely(old & (CTL_WAITER | CTL_DETACHED))) {
+    exit_notify_switch(w, t, old);
+    return;
+  }
+  exit_switch(w, dead);
+}
+
+/* The main flow ends (swarm_exit from main): its kernel thread's stack is
+ * not ours to release; swarm_finalize's waiter learns it from main_exited. */
+_Noreturn static void main_thread_finish(struct swarm_thread *t, void *result) {
+  if (thread_has_exit_work(t))
+    thread_exit_work(t);
+  struct worker *w = worker_current();
+  atomic_store_explicit(&swarm_rt.main_exited, true, memory_order_release);
+  uint64_t old = exit_publish(t, result);
+  if (old & (CTL_WAITER | CTL_DETACHED))
+    exit_notify(w, t, old);
+  resume_next(w, local_next(w), swarm_rt.after_main_exit);
+}
+
+_Noreturn void swarm_exit(void *result) {
+  struct worker *w = worker_current();
+  if (!w || !w->current) {
+    static const char msg[] =
+        "swarm: swarm_exit called from a kernel thread that is not a swarm "
+        "thread\n";
+    os_write_stderr(msg, sizeof msg - 1);
+    abort();
+  }
+  struct swarm_thread *t = w->current;
+  if (t->kind == THREAD_MAIN)
+    main_thread_finish(t, result);
+  user_thread_exit(result);
+  __builtin_unreachable();
+}
+
+/* ---- spawn ---- */
+
+static void thread_init(struct swarm_thread *t, void *(*fn)(void *), void *arg,
+                        bool detached) {
+  /* result, joiner and next are written before anything reads them (exit,
+   * join's park, a list insertion), so they are not cleared here; kind and
+   * pinned_worker are already USER and -1 in a free descriptor (core.h). */
+  t->fn = fn;
+  t->arg = arg;
+  for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
+    t->slots[i] = NULL;
+  if (detached)
+    atomic_fetch_or_explicit(&t->control, CTL_DETACHED, memory_order_relaxed);
+}
+
+/* Spawn from a kernel thread that is not a worker: hand the new thread to a
+ * worker through its ready queue. */
+static int spawn_external(swarm_thread_t *out, size_t size, bool detached,
+                          void *(*fn)(void *), void *arg) {
+  struct swarm_thread *t = desc_alloc(NULL);
+  if (!t)
+    return EAGAIN;
+  if (stack_alloc(NULL, size, &t->stack) != 0) {
+    desc_release(NULL, t);
+    return EAGAIN;
+  }
+  thread_init(t, fn, arg, detached);
+  if (out)
+    *out = desc_handle(t);
+  t->sp = swarm_arch_prepare(thread_stack_top(t->stack), thread_entry);
+  atomic_fetch_add_explicit(&swarm_rt.external_spawned, 1,
+                            memory_order_acq_rel);
+  uint32_t k =
+      atomic_fetch_add_explicit(&swarm_rt.external_rr, 1, memory_order_relaxed);
+  queue_push_and_wake(&swarm_rt.workers[k % (uint32_t)swarm_rt.nworkers], t,
+                      NULL);
+  return 0;
+}
+
+/* The fast way to publish a spawning parent, when the back end stores the
+ * saved stack pointer last (arch/context.h: SWARM_ARCH_PUBLISH_LAST) and
+ * tracing is off (w->after_spawn is NULL then): push it on the deque now,
+ * before the switch, with its sp cleared; a thief that takes it waits in
+ * thread_wait_saved until the switch has stored the sp, after which the old
+ * worker no longer writes to the parent's stack. This saves the after step's
+ * call and reloads. Returns NULL when that is all, or the after step that
+ * must finish the job on the child's stack: after_push_parent for a pinned
+ * parent or a full deque (it grows it), after_wake_idle when a worker
+ * sleeps. So the fast path makes no call before the switch, and nothing of
+ * it lives in callee-saved registers. */
+static inline void *(*push_parent_early(struct worker *w,
+                                        struct swarm_thread *parent))(void *) {
+  if (unlikely(parent->pinned_worker >= 0))
+    return after_push_parent;
+  __atomic_store_n(&parent->sp, NULL, __ATOMIC_RELAXED);
+  int pushed = deque_try_push(&w->deque, parent);
+  if (unlikely(!pushed))
+    return after_push_parent;
+  if (unlikely(pushed == DEQUE_PUSHED_INTO_EMPTY))
+    atomic_thread_fence(memory_order_seq_cst); /* see the file comment */
+  if (unlikely(atomic_load_explicit(&swarm_rt.idle_workers,
+                                    memory_order_relaxed) > 0))
+    return after_wake_idle;
+  return NULL;
+}
+
+/* Work-first spawn on worker w: run the child now; the parent is pushed on
+ * the deque before the switch (push_parent_early) or by the after step once
+ * it is fully saved. The child's first transfer value is w (thread_entry). */
+static inline __attribute__((always_inline)) int
+spawn_here(struct worker *w, swarm_thread_t *out, size_t size, bool detached,
+           void *(*fn)(void *), void *arg) {
+  struct swarm_thread *t = desc_alloc(w);
+  if (unlikely(!t))
+    return EAGAIN;
+  if (unlikely(stack_alloc(w, size, &t->stack) != 0)) {
+    desc_release(w, t);
+    return EAGAIN;
+  }
+  thread_init(t, fn, arg, detached);
+  if (out)
+    *out = desc_handle_free(t);
+  counter_inc(&w->stat_spawned_pub);
+  struct swarm_thread *parent = w->current;
+  parent->saved_errno = os_errno_take(); /* the child starts with 0 */
+  void *(*after)(void *) = w->after_spawn;
+  if (likely(!after))
+    after = push_parent_early(w, parent);
+  w->current = t; /* its first run is counted by stat_spawned_pub */
+#ifdef SWARM_ASAN
+  void *fake = NULL;
+  __sanitizer_start_switch_fiber(&fake, t->stack.lo, t->stack.size);
+#else
+  if (likely(!after)) /* fn runs straight on the fresh stack */
+    w = swarm_arch_spawn(&parent->sp, thread_stack_top(t->stack), fn, arg,
+                         user_thread_exit);
+  else
+#endif
+  {
+    w->handoff = parent; /* for the after step */
+    w = swarm_arch_start(&parent->sp, thread_stack_top(t->stack), thread_entry,
+                         after, w);
+  }
+#ifdef SWARM_ASAN
+  __sanitizer_finish_switch_fiber(fake, NULL, NULL);
+#endif
+  /* Resumed, perhaps on another kernel thread (w is the one we are on now,
+   * and its current thread is us): our errno back. Nothing else is live
+   * across the switch, so the fast path needs no callee-saved registers. */
+  os_errno_set(w->current->saved_errno);
+  return 0;
+}
+
+/* Everything but the common case: attributes, bad arguments, a caller that
+ * is not a worker, a runtime not started yet. */
+static __attribute__((noinline)) int spawn_general(swarm_thread_t *out,
+                                                   const swarm_attr_t *attr,
+                                                   void *(*fn)(void *),
+                                                   void *arg) {
+  size_t size = 0;
+  bool detached = false;
+  if (attr) {
+    if (attr->magic_ != SWARM_ATTR_MAGIC)
+      return EINVAL;
+    size = attr->stack_size_;
+    detached = attr->detached_ != 0;
+  }
+  if (!fn || (!out && !detached))
+    return EINVAL;
+  struct worker *w = worker_current();
+  if (!w) {
+    int r = runtime_ensure_started();
+    if (r)
+      return r;
+    w = worker_current();
+  }
+  if (size == 0)
+    size = swarm_rt.default_stack;
+  else
+    size = (size + os_page_size() - 1) & ~(os_page_size() - 1);
+  if (!w)
+    return spawn_external(out, size, detached, fn, arg);
+  return spawn_here(w, out, size, detached, fn, arg);
+}
+
+int swarm_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
+                void *(*fn)(void *), void *arg) {
+  struct worker *w = worker_current();
+  /* The fast path needs both caches non-empty, so that it makes no call
+   * before the switch; refills happen in spawn_general. */
+  if (unlikely(attr || !fn || !out || !w || !w->descs.head || !w->stacks.head))
+    return spawn_general(out, attr, fn, arg);
+  return spawn_here(w, out, swarm_rt.default_stack, false, fn, arg);
+}
