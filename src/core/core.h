@@ -448,6 +448,8 @@ extern struct swarm_thread *_Atomic swarm_desc_region
 extern _Atomic uint32_t swarm_desc_index_mask
     __attribute__((visibility("hidden")));
 extern _Atomic uint32_t swarm_desc_next_index;
+/* Slots retired at their last generation (desc_retire_last_generation). */
+extern _Atomic uint64_t swarm_desc_retired;
 
 struct swarm_thread *desc_alloc_slow(struct worker *w);
 void desc_release_slow(struct worker *w, struct swarm_thread *t);
@@ -483,14 +485,30 @@ static inline void desc_cache_put(struct worker *w, struct swarm_thread *t) {
   desc_release_slow(w, t);
 }
 
+/* A slot whose generation is the last one (2^32 - 1) is never reused: its
+ * control becomes 0, which no handle matches, and it stays out of every
+ * free list (thread.c), so a handle can never name a later thread even
+ * after 2^31 reuses of one slot (83 s of spawn+join on one worker). */
+void desc_retire_last_generation(struct swarm_thread *t);
+
+/* The control word of t's next generation (no flags); false when c's
+ * generation is the last one (the add carries out of bit 63): retire t. */
+static inline bool desc_next_generation(uint64_t c, uint64_t *next) {
+  return !__builtin_add_overflow(c & ~CTL_FLAGS, CTL_GEN_STEP, next);
+}
+
 /* Retires t: the next generation invalidates every handle to it, then it
  * goes back to w's cache (w may be NULL). */
 static inline void desc_release(struct worker *w, struct swarm_thread *t) {
   uint64_t c = atomic_load_explicit(&t->control, memory_order_relaxed);
+  uint64_t next;
   t->kind = THREAD_USER;
   t->pinned_worker = -1;
-  atomic_store_explicit(&t->control, (c & ~CTL_FLAGS) + CTL_GEN_STEP,
-                        memory_order_release);
+  if (unlikely(!desc_next_generation(c, &next))) {
+    desc_retire_last_generation(t);
+    return;
+  }
+  atomic_store_explicit(&t->control, next, memory_order_release);
   desc_cache_put(w, t);
 }
 

@@ -11,7 +11,10 @@
  * one in the descriptor's control word, and releasing a descriptor advances
  * it by 2. That is how a joined (or detached-and-exited) handle answers
  * ESRCH even after its descriptor is reused. Generations are odd, so a zero
- * handle, and any slot never handed out (all zero), names no thread.
+ * handle, and any slot never handed out (all zero), names no thread. The
+ * generation never wraps: a slot released at the last one (2^32 - 1) is
+ * retired for good (control 0, in no free list), so no handle ever names a
+ * later thread, whatever the run's length.
  *
  * The control word packs the generation with the state flags (EXITED,
  * DETACHED, CLAIMED, WAITER), so every transition is one atomic operation
@@ -237,6 +240,16 @@ void desc_cache_flush(struct worker *w) {
   w->descs.count = 0;
 }
 
+_Atomic uint64_t swarm_desc_retired;
+
+void desc_retire_last_generation(struct swarm_thread *t) {
+  /* release: whoever reads 0 sees the slot's last use finished. The slot
+   * is abandoned (16 MiB of handle space holds 2^24 of them; at one retired
+   * slot per 2^31 spawns the region never runs out). */
+  atomic_store_explicit(&t->control, 0, memory_order_release);
+  atomic_fetch_add_explicit(&swarm_desc_retired, 1, memory_order_relaxed);
+}
+
 void desc_table_after_fork(void) {
   spin_init(&desc_table.lock, LOCK_DESC_TABLE);
 }
@@ -327,11 +340,15 @@ int swarm_join(swarm_thread_t h, void **result) {
    * the result is read before (acquire: the exit's release published it). */
   struct swarm_thread *t = desc_lookup(h);
   uint64_t c = atomic_load_explicit(&t->control, memory_order_acquire);
-  if (likely(c == h + CTL_EXITED) && likely(!(h & CTL_FLAGS))) {
+  uint64_t next;
+  /* A handle of the last generation goes the general way (desc_release
+   * retires its slot): the add's carry is the test, one branch. */
+  if (likely(c == h + CTL_EXITED) && likely(!(h & CTL_FLAGS)) &&
+      likely(!__builtin_add_overflow(h, CTL_GEN_STEP, &next))) {
     void *r = t->result;
-    if (likely(atomic_compare_exchange_strong_explicit(
-            &t->control, &c, h + CTL_GEN_STEP, memory_order_relaxed,
-            memory_order_relaxed))) {
+    if (likely(atomic_compare_exchange_strong_explicit(&t->control, &c, next,
+                                                       memory_order_relaxed,
+                                                       memory_order_relaxed))) {
       if (result)
         *result = r;
       desc_cache_put(worker_current(), t);
