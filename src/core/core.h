@@ -611,6 +611,13 @@ int config_parse_size(const char *s, size_t *out);
 
 /* fault.c: guard-page recognition for the overflow handler */
 size_t fault_describe(void *addr, char *buf, size_t cap);
+/* An upper layer's name for thread t in the program's terms (at most cap
+ * bytes, no newline; continues "stack overflow in thread "), or 0 when t is
+ * not one of its threads. Called in the SIGSEGV handler: async-signal-safe
+ * apart from os_describe_code. */
+typedef size_t (*fault_namer_fn)(struct swarm_thread *t, char *buf, size_t cap);
+/* Registers namer and the advice line printed after its names ("...\n"). */
+void fault_set_namer(fault_namer_fn namer, const char *advice);
 
 #pragma GCC visibility pop
 

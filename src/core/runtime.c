@@ -25,6 +25,20 @@
 #include "os/sys.h"
 
 #define SCHED_STACK_SIZE ((size_t)256 * 1024)
+/* The guard region below every stack core maps. A frame that the compiler
+ * emits without stack probes (gcc/clang without -fstack-clash-protection)
+ * moves the stack pointer by its whole size at once, and its first access
+ * may land anywhere in it: a one-page guard is skipped by any frame over
+ * 4 KiB and the write lands in the neighbouring stack of the batch. 64 KiB
+ * catches every frame up to 64 KiB (GCC's own assumption on aarch64 for
+ * -fstack-clash-protection, and well above the largest fixed frames that
+ * real code keeps). With guard markers (Linux >= 6.13) it costs no VMA and
+ * no memory, only 16 page-table entries that sit in the page-table page
+ * the neighbouring stack's top already uses; with the mprotect fallback it
+ * is one VMA whatever its size, and 64 KiB of address space per thread
+ * (64 GiB for a million threads, far below the 128 TiB there is).
+ * docs/stacks.md says what -fstack-clash-protection adds. */
+#define STACK_GUARD_SIZE ((size_t)64 * 1024)
 
 struct runtime swarm_rt = {.lifecycle_lock = SPINLOCK_INIT(LOCK_LIFECYCLE)};
 __thread struct worker *swarm_tls_worker
@@ -247,7 +261,8 @@ static void runtime_configure(int nworkers, size_t stack, bool bind,
   /* Programs may close stderr before exit (xz does): keep our own copy so
    * the counters printed at exit still reach the terminal. */
   swarm_rt.stats_fd = stats ? (int)sys_fcntl(2, F_DUPFD_CLOEXEC, 3) : -1;
-  swarm_rt.guard_size = os_page_size();
+  swarm_rt.guard_size =
+      STACK_GUARD_SIZE > os_page_size() ? STACK_GUARD_SIZE : os_page_size();
   swarm_rt.ncpus = os_cpus_allowed(swarm_rt.cpus, SWARM_MAX_WORKERS);
   if (swarm_rt.ncpus > SWARM_MAX_WORKERS)
     swarm_rt.ncpus = SWARM_MAX_WORKERS;

@@ -13,6 +13,7 @@
 #include "os/spinlock.h"
 #include "os/sys.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -263,7 +264,7 @@ static void chain_previous(int sig, siginfo_t *info, void *uctx) {
 static void overflow_handler(int sig, siginfo_t *info, void *uctx) {
   int saved_errno = errno;
   os_guard_describe_fn fn = atomic_load(&guard_describe);
-  char msg[512];
+  char msg[1024];
   size_t n = fn ? fn(info->si_addr, msg, sizeof msg) : 0;
   if (n > 0) {
     os_write_stderr(msg, n);
@@ -295,6 +296,34 @@ void os_overflow_handler_install(os_guard_describe_fn fn) {
   }
   while (atomic_load(&handler_state) != 2) /* a racing first install */
     os_yield();
+}
+
+static size_t append_str(char *buf, size_t n, size_t cap, const char *s) {
+  while (s && *s && n < cap)
+    buf[n++] = *s++;
+  return n;
+}
+
+size_t os_describe_code(const void *addr, char *buf, size_t cap) {
+  char hex[24];
+  size_t n = 0;
+  Dl_info info;
+  if (addr && dladdr(addr, &info) && info.dli_fname) {
+    const char *base = info.dli_sname ? (const char *)info.dli_saddr
+                                      : (const char *)info.dli_fbase;
+    n = append_str(buf, n, cap, info.dli_sname);
+    if (!info.dli_sname || (const char *)addr != base) {
+      n = append_str(buf, n, cap, "+");
+      hex[os_format_hex(hex, (uint64_t)((const char *)addr - base))] = 0;
+      n = append_str(buf, n, cap, hex);
+    }
+    n = append_str(buf, n, cap, " in ");
+    n = append_str(buf, n, cap,
+                   info.dli_fname[0] ? info.dli_fname : "the main program");
+    return n;
+  }
+  hex[os_format_hex(hex, (uint64_t)(uintptr_t)addr)] = 0;
+  return append_str(buf, n, cap, hex);
 }
 
 void os_write_stderr(const char *s, size_t len) {

@@ -87,6 +87,13 @@ typedef size_t (*os_guard_describe_fn)(void *addr, char *buf, size_t cap);
  * Faults that are not guard hits go to the handler that was there before,
  * or get the default action. */
 void os_overflow_handler_install(os_guard_describe_fn fn);
+/* Names code address `addr` for a crash message: "symbol+0xoff (object)",
+ * or the object and offset when the symbol is not exported, or the bare
+ * address. Writes at most cap bytes, returns the length. For the overflow
+ * handler: it calls dladdr, which takes the dynamic linker's recursive
+ * lock; a fault while another kernel thread holds that lock waits for it
+ * (the process is ending anyway), one on the holder's own thread re-enters. */
+size_t os_describe_code(const void *addr, char *buf, size_t cap);
 
 /* ---- errno of the running kernel thread ---- */
 /* glibc keeps errno in static TLS at the same offset from the thread pointer
