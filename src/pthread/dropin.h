@@ -66,6 +66,12 @@ struct dropin_thread *dropin_lookup(pthread_t t);
 void dropin_testcancel(void);
 /* Ends the calling thread as cancelled (cleanup handlers, destructors). */
 _Noreturn void dropin_act_cancel(void);
+/* stack.c: NPTL's default stack size (glibc's default attribute, from
+ * RLIMIT_STACK), the same clamped to what swarm can map, and the setup of
+ * the overflow message's names (the constructor calls it first). */
+size_t dropin_default_stack(void);
+size_t dropin_stack_for_runtime(void);
+void dropin_stack_init(void);
 /* Makes sure the runtime runs (the constructor starts it). */
 void dropin_ensure_runtime(void);
 

@@ -54,10 +54,6 @@
 
 #include "pthread/dropin.h"
 
-#define DROPIN_DEFAULT_STACK ((size_t)256 * 1024)
-
-static size_t nptl_default_stack; /* what glibc's attr reports by default */
-
 /* ---- records ---- */
 
 struct dropin_thread *dropin_lookup(pthread_t t) {
@@ -138,13 +134,13 @@ struct dropin_thread *dropin_self(void) {
 /* ---- starting ---- */
 
 /* The runtime's configuration under the drop-in: the environment's
- * (SWARM_WORKERS, ...), with a larger default stack than swarm's (pthread
- * programs expect more than 128 KiB). */
+ * (SWARM_WORKERS, ...), with NPTL's default stack (stack.c) unless
+ * SWARM_STACK_SIZE says otherwise. */
 static swarm_config_t dropin_config(void) {
   swarm_config_t cfg = {0};
   const char *s = getenv("SWARM_STACK_SIZE");
   if (!s || !*s)
-    cfg.stack_size = DROPIN_DEFAULT_STACK;
+    cfg.stack_size = dropin_stack_for_runtime();
   return cfg;
 }
 
@@ -165,11 +161,7 @@ void dropin_ensure_runtime(void) {
 }
 
 __attribute__((constructor)) static void dropin_load(void) {
-  pthread_attr_t a;
-  if (pthread_attr_init(&a) == 0) {
-    pthread_attr_getstacksize(&a, &nptl_default_stack);
-    pthread_attr_destroy(&a);
-  }
+  dropin_stack_init();
   dropin_ensure_runtime();
   if (swarm_is_running())
     (void)dropin_self(); /* main's record, while we are single-threaded */
@@ -341,7 +333,7 @@ DROPIN_API int pthread_create(pthread_t *out, const pthread_attr_t *attr,
     if (pthread_attr_getdetachstate(attr, &detach) ||
         pthread_attr_getstacksize(attr, &stack))
       return EINVAL;
-    if (stack == nptl_default_stack)
+    if (stack == dropin_default_stack())
       stack = 0; /* not chosen by the program: swarm's default */
     else if (stack < SWARM_STACK_MIN)
       stack = SWARM_STACK_MIN;

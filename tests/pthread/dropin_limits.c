@@ -8,8 +8,8 @@
  *                            joined, and as many are created again
  *   dropin_limits selflimit  main lowers its own RLIMIT_AS to 256 MiB (the
  *                            runtime started before main, under no limit),
- *                            then 100 threads are alive at once (more than
- *                            the stacks mapped at start-up)
+ *                            then 100 threads with 256 KiB stacks are alive
+ *                            at once (more than the stacks mapped at start-up)
  *   dropin_limits refused N  pthread_create is called N times and must say
  *                            EAGAIN each time (run_limits_nostart.sh runs it
  *                            under a limit too small for the runtime) */
@@ -93,9 +93,15 @@ int main(int argc, char **argv) {
     struct rlimit r = {(rlim_t)256 << 20, (rlim_t)256 << 20};
     CHECK(setrlimit(RLIMIT_AS, &r) == 0, "%s", strerror(errno));
     static pthread_t t[100];
+    /* 256 KiB stacks: the default is RLIMIT_STACK's 8 MiB, as under NPTL,
+     * and 100 of those do not fit in 256 MiB there either. */
+    pthread_attr_t a;
+    CHECK(pthread_attr_init(&a) == 0);
+    CHECK(pthread_attr_setstacksize(&a, 256 * 1024) == 0);
     for (long i = 0; i < 100; i++) /* all alive at once */
-      CHECK(pthread_create(&t[i], NULL, wait_gate, (void *)i) == 0,
-            "thread %ld", i);
+      CHECK(pthread_create(&t[i], &a, wait_gate, (void *)i) == 0, "thread %ld",
+            i);
+    pthread_attr_destroy(&a);
     pthread_mutex_lock(&m);
     open_gate = 1;
     pthread_cond_broadcast(&c);
