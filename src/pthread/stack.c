@@ -7,7 +7,7 @@
  * from RLIMIT_STACK as read once when the process starts (glibc's
  * __pthread_early_init, 2.34 and later; __pthread_initialize_minimal
  * before): the soft limit; ARCH_STACK_DEFAULT_SIZE when it is unlimited or
- * cannot be read (2 MiB on x86_64, 8 MiB on aarch64); PTHREAD_STACK_MIN
+ * cannot be read (2 MiB on x86_64; each architecture has its own); PTHREAD_STACK_MIN
  * when it is smaller than that; at least one page + the static TLS +
  * MINIMAL_REST_STACK; rounded up to the page size. That value is glibc's
  * default attribute, which pthread_attr_getstacksize reports for an attr
