@@ -19,7 +19,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 for lim in 8192 1024 65536 unlimited 64; do
   (ulimit -s "$lim" && "$prog" report) >"$tmp/plain" 2>&1 ||
     fail "plain run, ulimit -s $lim: $(cat "$tmp/plain")"
-  (ulimit -s "$lim" && "$swarmrun" -w 2 -- "$prog" report) >"$tmp/swarm" 2>&1 ||
+  (ulimit -s "$lim" && "$swarmrun" -w "${DROPIN_WORKERS:-2}" -- "$prog" report) >"$tmp/swarm" 2>&1 ||
     fail "drop-in run, ulimit -s $lim: $(cat "$tmp/swarm")"
   grep -q '^on swarm: yes$' "$tmp/swarm" || fail "ulimit -s $lim: not on swarm"
   grep -q '^on swarm: no$' "$tmp/plain" || fail "ulimit -s $lim: plain run on swarm"
@@ -31,7 +31,7 @@ for lim in 8192 1024 65536 unlimited 64; do
     fail "ulimit -s $lim: the drop-in says otherwise: $(cat "$tmp/swarm")"
 done
 
-SWARM_STACK_SIZE=1M "$swarmrun" -w 2 -- "$prog" report >"$tmp/env" 2>&1 ||
+SWARM_STACK_SIZE=1M "$swarmrun" -w "${DROPIN_WORKERS:-2}" -- "$prog" report >"$tmp/env" 2>&1 ||
   fail "SWARM_STACK_SIZE=1M: $(cat "$tmp/env")"
 grep -q '^thread getattr_np stacksize 1048576 ' "$tmp/env" ||
   fail "SWARM_STACK_SIZE=1M not honoured: $(cat "$tmp/env")"
@@ -41,7 +41,7 @@ grep -q '^thread getattr_np stacksize 1048576 ' "$tmp/env" ||
 expect_overflow() {
   mode=$1
   shift
-  (ulimit -s 8192 && exec "$swarmrun" -w 2 -- "$prog" "$mode") >"$tmp/out" 2>"$tmp/err"
+  (ulimit -s 8192 && exec "$swarmrun" -w "${DROPIN_WORKERS:-2}" -- "$prog" "$mode") >"$tmp/out" 2>"$tmp/err"
   rc=$?
   cat "$tmp/err"
   [ $rc -eq 139 ] || fail "$mode: exit status $rc, expected death by SIGSEGV"
