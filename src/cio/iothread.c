@@ -27,7 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cio_internal.h"
+#include "iothread.h"
 
 /* Runs one operation; 0 or an errno. A read past the end of the file fills
  * the rest of the buffer with zeros. */

@@ -428,13 +428,27 @@ static inline void cache_count_inc(uint32_t *count) {
 #define DESC_CACHE_MAX 256
 #define STACK_CACHE_MAX 64
 
-/* Every descriptor lives in one region of DESC_MAX slots, reserved
- * (MAP_NORESERVE: untouched slots cost no memory) when the first is made
- * and never unmapped, so any handle's slot can be read without a bound
- * check and without touching freed memory. NULL until then. */
+/* Every descriptor lives in one region with room for DESC_MAX slots, never
+ * unmapped, so a handle's slot can be read without touching freed memory.
+ * It is mapped lazily (thread.c): 512 KiB at first, grown in place by
+ * doubling (all at once, MAP_NORESERVE, only if its fixed address is taken
+ * and no rlimit bounds the address space).
+ * swarm_desc_index_mask covers the slots mapped so far, as a mask of a
+ * handle's index bits; until the first mapping the region is a single
+ * all-zero slot (swarm_desc_empty) and the mask 0, so a lookup needs no
+ * NULL test: a slot never handed out is zero and matches no handle.
+ * Growth stores the region (once), then the larger mask, both release;
+ * desc_lookup loads the mask (acquire) first, so with a mask it always
+ * sees a region that big. A stale, smaller mask only folds a valid
+ * handle onto a slot whose control differs: the fast path falls back to
+ * join_general, whose checked lookup bounds the index by next_index. */
 extern struct swarm_thread *_Atomic swarm_desc_region
     __attribute__((visibility("hidden")));
+extern _Atomic uint32_t swarm_desc_index_mask
+    __attribute__((visibility("hidden")));
 extern _Atomic uint32_t swarm_desc_next_index;
+/* Slots retired at their last generation (desc_retire_last_generation). */
+extern _Atomic uint64_t swarm_desc_retired;
 
 struct swarm_thread *desc_alloc_slow(struct worker *w);
 void desc_release_slow(struct worker *w, struct swarm_thread *t);
@@ -470,37 +484,50 @@ static inline void desc_cache_put(struct worker *w, struct swarm_thread *t) {
   desc_release_slow(w, t);
 }
 
+/* A slot whose generation is the last one (2^32 - 1) is never reused: its
+ * control becomes 0, which no handle matches, and it stays out of every
+ * free list (thread.c), so a handle can never name a later thread even
+ * after 2^31 reuses of one slot (83 s of spawn+join on one worker). */
+void desc_retire_last_generation(struct swarm_thread *t);
+
+/* The control word of t's next generation (no flags); false when c's
+ * generation is the last one (the add carries out of bit 63): retire t. */
+static inline bool desc_next_generation(uint64_t c, uint64_t *next) {
+  return !__builtin_add_overflow(c & ~CTL_FLAGS, CTL_GEN_STEP, next);
+}
+
 /* Retires t: the next generation invalidates every handle to it, then it
  * goes back to w's cache (w may be NULL). */
 static inline void desc_release(struct worker *w, struct swarm_thread *t) {
   uint64_t c = atomic_load_explicit(&t->control, memory_order_relaxed);
+  uint64_t next;
   t->kind = THREAD_USER;
   t->pinned_worker = -1;
-  atomic_store_explicit(&t->control, (c & ~CTL_FLAGS) + CTL_GEN_STEP,
-                        memory_order_release);
+  if (unlikely(!desc_next_generation(c, &next))) {
+    desc_retire_last_generation(t);
+    return;
+  }
+  atomic_store_explicit(&t->control, next, memory_order_release);
   desc_cache_put(w, t);
 }
 
-/* The descriptor slot a handle's index names, or NULL before any exists;
- * the caller compares the whole handle (swarm_join's fast path) or uses
- * desc_lookup_checked. A slot never handed out is zero: its generation, 0,
- * is one no handle carries, since generations are odd. */
+/* The descriptor slot a handle's index names (within the mapped part of
+ * the region; a zero slot before any is mapped); the caller compares the
+ * whole handle (swarm_join's fast path) or uses desc_lookup_checked. A slot
+ * never handed out is zero: its generation, 0, is one no handle carries,
+ * since generations are odd. */
 static inline struct swarm_thread *desc_lookup(swarm_thread_t h) {
+  uint32_t mask =
+      atomic_load_explicit(&swarm_desc_index_mask, memory_order_acquire);
   struct swarm_thread *base =
-      atomic_load_explicit(&swarm_desc_region, memory_order_acquire);
-  if (unlikely(!base))
-    return NULL;
-  /* The index bits only (bit 31 of a bogus handle would leave the region). */
-  return (struct swarm_thread *)((char *)base + ((uint32_t)h & CTL_INDEX_MASK));
+      atomic_load_explicit(&swarm_desc_region, memory_order_relaxed);
+  return (struct swarm_thread *)((char *)base + ((uint32_t)h & mask));
 }
 
-/* desc_lookup for paths that then compare only the generation: NULL also
- * for a value that cannot be a handle (flag bits, an even generation). */
-static inline struct swarm_thread *desc_lookup_checked(swarm_thread_t h) {
-  if ((uint32_t)h & ~CTL_INDEX_MASK || !((h >> 32) & 1))
-    return NULL;
-  return desc_lookup(h);
-}
+/* desc_lookup for paths that then compare only the generation: NULL for a
+ * value that cannot be a handle (flag bits, an even generation) or whose
+ * index was never handed out (thread.c). */
+struct swarm_thread *desc_lookup_checked(swarm_thread_t h);
 
 /* The handle of a descriptor just taken from a free list (no flags). */
 static inline swarm_thread_t desc_handle_free(struct swarm_thread *t) {

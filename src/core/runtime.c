@@ -24,6 +24,7 @@
 
 #include "arch/context.h"
 #include "core/core.h"
+#include "core/limits.h"
 #include "core/sched.h"
 #include "core/trace.h"
 #include "os/os.h"
@@ -207,8 +208,10 @@ static void worker0_leave(struct swarm_thread *adopted) {
 static int workers_start(struct start_progress *p) {
   for (int i = 1; i < swarm_rt.nworkers; i++) {
     struct worker *w = &swarm_rt.workers[i];
-    if (os_thread_start(&w->kthread, worker_main, w) != 0)
+    if (os_thread_start(&w->kthread, worker_main, w) != 0) {
+      limits_refused("a worker's kernel thread", OS_THREAD_STACK, LIMIT_KERNEL);
       return EAGAIN;
+    }
     p->threads = i;
   }
   return 0;
@@ -271,6 +274,7 @@ static int runtime_start(const swarm_config_t *config,
   int r = config_resolve(config, &nworkers, &stack, &bind, &stats);
   if (r)
     return r;
+  limits_read(); /* what the reservations below are sized from */
   spin_lock(&swarm_rt.lifecycle_lock);
   if (atomic_load(&swarm_rt.state) != RT_OFF) {
     spin_unlock(&swarm_rt.lifecycle_lock);
@@ -280,6 +284,7 @@ static int runtime_start(const swarm_config_t *config,
   runtime_configure(nworkers, stack, bind, stats);
   os_overflow_handler_install(fault_describe);
   os_errno_init();
+  limits_malloc(swarm_rt.nslots); /* glibc's arena per worker (limits.c) */
   struct start_progress p = {0};
   r = workers_make(swarm_rt.nslots, &p);
   if (!r)

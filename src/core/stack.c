@@ -11,8 +11,12 @@
  *  - a cache above STACK_CACHE_MAX spills half to a global pool; an empty
  *    cache refills a batch from the pool, or maps a batch of STACK_BATCH
  *    stacks with one mmap;
- *  - the global pool keeps at most STACK_POOL_MAX stacks and unmaps the rest,
- *    so a burst of threads does not pin its memory for ever.
+ *  - the global pool keeps at most STACK_POOL_MAX stacks, fewer under a
+ *    memory limit (limits_stack_pool_max: 1/8 of it), and unmaps the rest,
+ *    so a burst of threads does not pin its memory for ever;
+ *  - at the edge (core/limits.h) a refused batch is retried as one stack,
+ *    a memory cgroup is asked for room before stacks are mapped, and a
+ *    refusal is EAGAIN with one line on stderr naming the limit.
  * Stacks of other sizes (swarm_attr_setstacksize) are mapped and unmapped one
  * at a time.
  *
@@ -22,6 +26,7 @@
 #include <pthread.h>
 
 #include "core/core.h"
+#include "core/limits.h"
 #include "os/os.h"
 
 #ifdef SWARM_ASAN
@@ -42,8 +47,21 @@ static void stack_unmap(char *lo, size_t size) {
   os_unmap(lo - swarm_rt.guard_size, size + swarm_rt.guard_size);
 }
 
+/* Maps `count` stacks (a batch, or one), or says why not (limits.h). */
+static char *stack_map(size_t size, int count) {
+  size_t bytes = (size + swarm_rt.guard_size) * (size_t)count;
+  if (!limits_cgroup_room(bytes)) {
+    limits_refused("thread stacks", bytes, LIMIT_CGROUP);
+    return NULL;
+  }
+  char *base = os_map_stacks(size, swarm_rt.guard_size, count);
+  if (!base)
+    limits_refused("thread stacks", bytes, LIMIT_KERNEL);
+  return base;
+}
+
 static int stack_map_one(size_t size, struct stack_ref *out) {
-  char *base = os_map_stacks(size, swarm_rt.guard_size, 1);
+  char *base = stack_map(size, 1);
   if (!base)
     return EAGAIN;
   out->lo = base + swarm_rt.guard_size;
@@ -80,16 +98,22 @@ static int stack_refill(struct worker *w, size_t size) {
     return 0;
   }
   size_t guard = swarm_rt.guard_size;
-  char *base = os_map_stacks(size, guard, STACK_BATCH);
-  if (!base)
-    return EAGAIN;
-  for (int i = 0; i < STACK_BATCH; i++) {
+  int count = STACK_BATCH;
+  char *base = limits_cgroup_room((size + guard) * (size_t)count)
+                   ? os_map_stacks(size, guard, count)
+                   : NULL;
+  if (!base) { /* near a limit: one may still fit */
+    count = 1;
+    if (!(base = stack_map(size, count)))
+      return EAGAIN;
+  }
+  for (int i = 0; i < count; i++) {
     char *lo = base + (size_t)i * (size + guard) + guard;
     *stack_link(lo, size) = w->stacks.head;
     w->stacks.head = lo;
   }
-  w->stacks.count += STACK_BATCH;
-  w->stats.stacks_mapped += STACK_BATCH;
+  w->stacks.count += (uint32_t)count;
+  w->stats.stacks_mapped += (uint64_t)count;
   return 0;
 }
 
@@ -121,10 +145,12 @@ static void pool_put_list(void *head, uint32_t n, size_t size) {
   spin_lock(&stack_pool.lock);
   if (stack_pool.size != size && stack_pool.count == 0)
     stack_pool.size = size;
+  uint32_t max = limits_stack_pool_max(size + swarm_rt.guard_size,
+                                       STACK_POOL_MAX, STACK_BATCH);
   while (head) {
     char *lo = head;
     head = *stack_link(lo, size);
-    if (stack_pool.size == size && stack_pool.count < STACK_POOL_MAX) {
+    if (stack_pool.size == size && stack_pool.count < max) {
       *stack_link(lo, size) = stack_pool.head;
       stack_pool.head = lo;
       stack_pool.count++;

@@ -3,13 +3,18 @@
  *
  * Handles. A swarm_thread_t is (generation << 32 | table index << 8), the
  * descriptor's control word without its flags (core.h). Descriptors
- * live in one reserved region that is never unmapped, indexed by the 24
- * index bits, so any handle can be looked up without a bound check and
- * without touching freed memory; the generation in the handle must match the
+ * live in one region that is never unmapped, indexed by the 24 index bits
+ * masked with the part mapped so far, so any handle can be looked up
+ * without a bound check and without touching freed or unmapped memory (a
+ * masked index of a bogus handle lands on some slot whose generation does
+ * not match); the generation in the handle must match the
  * one in the descriptor's control word, and releasing a descriptor advances
  * it by 2. That is how a joined (or detached-and-exited) handle answers
  * ESRCH even after its descriptor is reused. Generations are odd, so a zero
- * handle, and any slot never handed out (all zero), names no thread.
+ * handle, and any slot never handed out (all zero), names no thread. The
+ * generation never wraps: a slot released at the last one (2^32 - 1) is
+ * retired for good (control 0, in no free list), so no handle ever names a
+ * later thread, whatever the run's length.
  *
  * The control word packs the generation with the state flags (EXITED,
  * DETACHED, CLAIMED, WAITER), so every transition is one atomic operation
@@ -25,7 +30,9 @@
  * before it is off its stack.
  *
  * Descriptor memory: per-worker LIFO caches (owner-only, no atomics), spilled
- * to and refilled from a global list under a spinlock in batches.
+ * to and refilled from a global list under a spinlock in batches. The region
+ * behind them starts at 512 KiB at a fixed hint and doubles in place
+ * (desc_region_cover).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -33,34 +40,103 @@
 #include <sys/mman.h>
 
 #include "core/core.h"
+#include "core/limits.h"
 
 #define DESC_BATCH 64
 
-struct swarm_thread *_Atomic swarm_desc_region;
+/* Until the region is first mapped: one zero slot, which no handle matches
+ * (core.h). Read-only in practice: lookups only load from it. */
+static struct swarm_thread swarm_desc_empty;
+struct swarm_thread *_Atomic swarm_desc_region = &swarm_desc_empty;
+_Atomic uint32_t swarm_desc_index_mask;
 _Atomic uint32_t swarm_desc_next_index = 1;
+
+/* Where the region asks to be: far from where the kernel places mappings
+ * (top down from below the stack) and from the dist layer's uni-address
+ * region (0x300000000000), and above ASan's shadow, so that the address
+ * range after it stays free for growth in place. */
+#define DESC_REGION_HINT ((uintptr_t)0x200000000000ull)
+#define DESC_FIRST_SLOTS ((uint32_t)4096) /* 512 KiB when limits bound us */
 
 static struct {
   struct spinlock lock; /* LOCK_DESC_TABLE */
   struct swarm_thread *free;
   uint32_t nfree;
+  uint32_t mapped; /* slots mapped: a power of two, 0 before the first */
 } desc_table = {.lock = SPINLOCK_INIT(LOCK_DESC_TABLE)};
+
+/* Maps [addr, addr + len) exactly there, or fails (EEXIST if taken). */
+static bool map_exactly(char *addr, size_t len) {
+  void *p = mmap(
+      addr, len, PROT_READ | PROT_WRITE,
+      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+  if (p == MAP_FAILED)
+    return false;
+  if (p != addr) { /* a kernel before 4.17 took the flag as a hint */
+    munmap(p, len);
+    errno = EEXIST;
+    return false;
+  }
+  return true;
+}
+
+/* Makes slot idx mappable (under desc_table.lock): the first mapping, 512
+ * KiB at the hint if it is free, else where the kernel puts it; later,
+ * doubling in place. Starting small with or without a limit keeps the
+ * process's address space honest (a program under the drop-in that lowers
+ * its own RLIMIT_AS in main, after the runtime started, can still make
+ * threads; schedulers that watch VSZ see what is used). false (errno set) when
+ * the kernel refuses: the caller's spawn answers EAGAIN, after limits_refused
+ * has said why. */
+static bool desc_region_cover(uint32_t idx) {
+  const size_t slot = sizeof(struct swarm_thread);
+  if (desc_table.mapped == 0) {
+    size_t bytes = (size_t)DESC_FIRST_SLOTS * slot;
+    char *base = (char *)DESC_REGION_HINT;
+    if (!map_exactly(base, bytes)) {
+      /* The hint is taken: growth in place is unlikely wherever the kernel
+       * puts us, so map all of it at once unless a limit forbids. */
+      bytes = limits_desc_first_map((size_t)DESC_MAX * slot, bytes);
+      base = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (base == MAP_FAILED) {
+        limits_refused("thread descriptors", bytes, LIMIT_KERNEL);
+        return false;
+      }
+    }
+    desc_table.mapped = (uint32_t)(bytes / slot);
+    atomic_store_explicit(&swarm_desc_region, (struct swarm_thread *)base,
+                          memory_order_release);
+    atomic_store_explicit(&swarm_desc_index_mask,
+                          (desc_table.mapped - 1) << CTL_INDEX_SHIFT,
+                          memory_order_release);
+  }
+  while (idx >= desc_table.mapped) {
+    char *base =
+        (char *)atomic_load_explicit(&swarm_desc_region, memory_order_relaxed);
+    size_t have = (size_t)desc_table.mapped * slot;
+    if (!map_exactly(base + have, have)) {
+      limits_refused(errno == EEXIST ? "thread descriptors (the address "
+                                       "range after the region is taken)"
+                                     : "thread descriptors",
+                     have, LIMIT_KERNEL);
+      return false;
+    }
+    desc_table.mapped *= 2;
+    atomic_store_explicit(&swarm_desc_index_mask,
+                          (desc_table.mapped - 1) << CTL_INDEX_SHIFT,
+                          memory_order_release);
+  }
+  return true;
+}
 
 static struct swarm_thread *desc_fresh_locked(void) {
   uint32_t idx =
       atomic_load_explicit(&swarm_desc_next_index, memory_order_relaxed);
-  if (idx >= DESC_MAX)
+  if (idx >= DESC_MAX || !desc_region_cover(idx))
     return NULL;
   struct swarm_thread *base =
       atomic_load_explicit(&swarm_desc_region, memory_order_relaxed);
-  if (!base) {
-    base = mmap(NULL, (size_t)DESC_MAX * sizeof(struct swarm_thread),
-                PROT_READ | PROT_WRITE,
-                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (base == MAP_FAILED)
-      return NULL;
-    /* release: desc_lookup's acquire load sees the mapping. */
-    atomic_store_explicit(&swarm_desc_region, base, memory_order_release);
-  }
   struct swarm_thread *t = &base[idx];
   t->index = idx;
   t->kind = THREAD_USER;
@@ -70,6 +146,19 @@ static struct swarm_thread *desc_fresh_locked(void) {
                         memory_order_release);
   atomic_store_explicit(&swarm_desc_next_index, idx + 1, memory_order_release);
   return t;
+}
+
+struct swarm_thread *desc_lookup_checked(swarm_thread_t h) {
+  if ((uint32_t)h & ~CTL_INDEX_MASK || !((h >> 32) & 1))
+    return NULL;
+  uint32_t idx = ((uint32_t)h & CTL_INDEX_MASK) >> CTL_INDEX_SHIFT;
+  /* acquire: a slot below next_index is mapped and initialised */
+  if (idx == 0 ||
+      idx >= atomic_load_explicit(&swarm_desc_next_index, memory_order_acquire))
+    return NULL;
+  struct swarm_thread *base =
+      atomic_load_explicit(&swarm_desc_region, memory_order_relaxed);
+  return &base[idx];
 }
 
 /* Takes up to `want` descriptors from the global list (or fresh ones) and
@@ -149,6 +238,16 @@ void desc_cache_flush(struct worker *w) {
   desc_give_global(w->descs.head, w->descs.count);
   w->descs.head = NULL;
   w->descs.count = 0;
+}
+
+_Atomic uint64_t swarm_desc_retired;
+
+void desc_retire_last_generation(struct swarm_thread *t) {
+  /* release: whoever reads 0 sees the slot's last use finished. The slot
+   * is abandoned (16 MiB of handle space holds 2^24 of them; at one retired
+   * slot per 2^31 spawns the region never runs out). */
+  atomic_store_explicit(&t->control, 0, memory_order_release);
+  atomic_fetch_add_explicit(&swarm_desc_retired, 1, memory_order_relaxed);
 }
 
 void desc_table_after_fork(void) {
@@ -240,18 +339,20 @@ int swarm_join(swarm_thread_t h, void **result) {
    * One CAS both claims it and retires the descriptor (the next generation);
    * the result is read before (acquire: the exit's release published it). */
   struct swarm_thread *t = desc_lookup(h);
-  if (likely(t)) {
-    uint64_t c = atomic_load_explicit(&t->control, memory_order_acquire);
-    if (likely(c == h + CTL_EXITED) && likely(!(h & CTL_FLAGS))) {
-      void *r = t->result;
-      if (likely(atomic_compare_exchange_strong_explicit(
-              &t->control, &c, h + CTL_GEN_STEP, memory_order_relaxed,
-              memory_order_relaxed))) {
-        if (result)
-          *result = r;
-        desc_cache_put(worker_current(), t);
-        return 0;
-      }
+  uint64_t c = atomic_load_explicit(&t->control, memory_order_acquire);
+  uint64_t next;
+  /* A handle of the last generation goes the general way (desc_release
+   * retires its slot): the add's carry is the test, one branch. */
+  if (likely(c == h + CTL_EXITED) && likely(!(h & CTL_FLAGS)) &&
+      likely(!__builtin_add_overflow(h, CTL_GEN_STEP, &next))) {
+    void *r = t->result;
+    if (likely(atomic_compare_exchange_strong_explicit(&t->control, &c, next,
+                                                       memory_order_relaxed,
+                                                       memory_order_relaxed))) {
+      if (result)
+        *result = r;
+      desc_cache_put(worker_current(), t);
+      return 0;
     }
   }
   return join_general(h, result);

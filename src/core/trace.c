@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/limits.h"
 #include "core/trace.h"
 #include "os/os.h"
 #include "os/sys.h"
@@ -552,7 +553,8 @@ bool trace_start(const struct trace_steps *plain,
   const char *path = getenv("SWARM_TRACE");
   if (!path || !*path)
     return false;
-  uint32_t cap = buffer_records();
+  uint32_t cap = limits_trace_records(swarm_rt.nslots, sizeof(struct trace_rec),
+                                      buffer_records(), TRACE_MIN_RECORDS);
   spin_lock(&trace_file.lock);
   if (trace_file.fd >= 0) /* a trace left open by a previous run's exit */
     close_locked();

@@ -153,10 +153,17 @@ void os_discard(void *addr, size_t len) {
 int os_thread_start(pthread_t *kt, void *(*fn)(void *), void *arg) {
   /* The new kernel thread inherits the mask in force while it is made. */
   sigset_t all, old;
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) != 0)
+    return EAGAIN;
+  pthread_attr_setstacksize(&attr, OS_THREAD_STACK);
   sigfillset(&all);
   sys_sigmask(SIG_SETMASK, &all, &old);
-  int r = libc_pthread_create(kt, NULL, fn, arg);
+  int r = libc_pthread_create(kt, &attr, fn, arg);
+  if (r == EINVAL) /* a program's static TLS larger than the stack */
+    r = libc_pthread_create(kt, NULL, fn, arg);
   sys_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&attr);
   return r;
 }
 

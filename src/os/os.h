@@ -55,9 +55,14 @@ const char *os_guard_kind(void);
 void os_discard(void *addr, size_t len);
 
 /* ---- kernel threads ---- */
-/* Starts a kernel thread running fn(arg) with every signal blocked (so
- * that process-directed signals keep going to the program's own threads).
- * 0 or an errno. */
+/* The runtime's own kernel threads (workers, monitor, offload) get stacks
+ * of this size, not NPTL's default of RLIMIT_STACK (8 MiB; 32 MiB when
+ * unlimited), which a capped address space cannot spare per thread. Worker
+ * 0's scheduler runs on the same amount (runtime.c). */
+#define OS_THREAD_STACK ((size_t)256 * 1024)
+/* Starts a kernel thread running fn(arg) on an OS_THREAD_STACK stack with
+ * every signal blocked (so that process-directed signals keep going to the
+ * program's own threads). 0 or an errno. */
 int os_thread_start(pthread_t *kt, void *(*fn)(void *), void *arg);
 /* Waits for a kernel thread made by os_thread_start to end. */
 void os_thread_join(pthread_t kt);

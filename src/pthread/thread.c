@@ -149,7 +149,8 @@ static swarm_config_t dropin_config(void) {
 }
 
 static void start_failed(int r) {
-  if (r && r != EBUSY) {
+  static _Atomic bool said; /* once: pthread_create retries it per call */
+  if (r && r != EBUSY && !atomic_exchange(&said, true)) {
     static const char msg[] = "swarm-pthread: cannot start the runtime; "
                               "threads will fail to start\n";
     os_write_stderr(msg, sizeof msg - 1);
