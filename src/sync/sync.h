@@ -22,7 +22,9 @@
  *      (ETIMEDOUT; waiter_expire, which core calls and then readies the
  *      thread itself), or an interrupter (ECANCELED). That party then
  *      readies the thread after releasing the spinlock. A party that finds
- *      `queued` == 0 does nothing.
+ *      `queued` == 0 does nothing. A waker takes one waiter with
+ *      sync_queue_pop, several (a broadcast, a barrier's round, readers)
+ *      with sync_queue_take, and readies them with sync_ready_list.
  *   4. Once resumed the waiter reads `result`; core has disarmed the
  *      deadline before swarm_park returns.
  *
