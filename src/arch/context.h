@@ -1,9 +1,12 @@
 /*
  * arch/context.h — the machine-dependent context switch, the whole interface
  * between the portable scheduler (core) and the CPU (PPL's "VP layer").
- * A port to a new CPU implements these two functions and nothing else in
- * core changes. Backends: x86_64.S, aarch64.S, portable.c (ucontext), chosen
- * by CMake (-DSWARM_CONTEXT=asm|portable).
+ * Six functions, declared at the end. A port to a new CPU implements two of
+ * them, swarm_arch_switch and swarm_arch_prepare, and nothing else in core
+ * changes: start_generic.c builds the other four from those two. A back end
+ * may implement any of the four directly to make a hot path shorter
+ * (x86_64.S implements all six; aarch64.S and portable.c, ucontext, the
+ * two). The back end is chosen by CMake (-DSWARM_CONTEXT=asm|portable).
  *
  * Contract ("switch, then call", MassiveThreads / Go's gopark):
  *
@@ -35,11 +38,6 @@
  *   ~50 ns; comparing costs ~1 ns).
  *
  *   void *swarm_arch_prepare(void *stack_top, void (*entry)(void *));
-void *swarm_arch_start(void **save_sp, void *stack_top,
-                       void (*entry)(void *), void *(*after)(void *),
-                       void *arg);
-_Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),
-                                 void *arg);
  *
  *   Builds a fresh context on the stack whose highest address (exclusive) is
  *   stack_top and returns its stack pointer for swarm_arch_switch. When first
@@ -54,10 +52,10 @@ _Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),
  *   Exactly swarm_arch_switch(save_sp, swarm_arch_prepare(stack_top, entry),
  *   after, arg) (returning, like it, when the saved context is resumed, the
  *   value its resumer transferred), for the common case of a context that
-starts at once (a
- *   work-first spawn). A back end may implement it directly to skip writing
- *   and reading back the fresh frame; start_generic.c implements it from the
- *   other two for back ends that do not.
+ *   starts at once (a work-first spawn). A back end may implement it
+ *   directly to skip writing and reading back the fresh frame;
+ *   start_generic.c implements it from the other two for back ends that do
+ *   not.
  *
  *   void *swarm_arch_spawn(void **save_sp, void *stack_top,
  *                          void *(*fn)(void *), void *arg,
@@ -90,7 +88,7 @@ starts at once (a
  * resume the context, even while the old kernel thread is still executing
  * the few instructions that move it to the new stack. Core uses this to push
  * a spawning parent on its deque before the switch, with thieves waiting for
- * the saved stack pointer (core/sched.c). The portable back end writes its
+ * the saved stack pointer (core/spawn.c). The portable back end writes its
  * old stack after *save_sp (siglongjmp) and does not define it.
  */
 #ifndef SWARM_ARCH_CONTEXT_H

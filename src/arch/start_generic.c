@@ -1,9 +1,9 @@
 /*
- * arch/start_generic.c — swarm_arch_start, swarm_arch_spawn and
- * swarm_arch_resume for back ends that implement only swarm_arch_prepare and
- * swarm_arch_switch (aarch64.S, portable.c): prepare the fresh frame, then
- * switch to it; switch with a save slot nobody reads. x86_64.S has direct
- * versions.
+ * arch/start_generic.c — swarm_arch_start, swarm_arch_spawn,
+ * swarm_arch_resume and swarm_arch_resume_plain for back ends that implement
+ * only swarm_arch_prepare and swarm_arch_switch (aarch64.S, portable.c):
+ * prepare the fresh frame, then switch to it; switch with a save slot nobody
+ * reads. x86_64.S has direct versions.
  */
 #include <stdint.h>
 

@@ -299,7 +299,6 @@ enum swarm_park_reason {
   SWARM_PARK_SLEEP,
   SWARM_PARK_IO,
   SWARM_PARK_YIELD,
-  SWARM_PARK_REMOTE, /* dist: a remote join or migration */
   SWARM_PARK_FINALIZE,
   SWARM_PARK_REASONS
 };

@@ -16,6 +16,11 @@
  *    the descriptor's futex word; swarm_ready stores the word and wakes it.
  *    The word is cleared before the commit publishes the thread, so a ready
  *    that comes before the sleep is not lost.
+ *  - A park with a deadline (struct swarm_deadline, core.h): on a worker, a
+ *    timer on the worker's heap calls the deadline's expire (park_timed);
+ *    on a kernel thread that is not a worker, the futex wait's own timeout
+ *    (external_park). Either way expire runs once, and only a thread it
+ *    took out of its wait list resumes with ETIMEDOUT.
  *  - swarm_ready from a worker pushes onto that worker's deque (make_runnable,
  *    sched.h); from a kernel thread that is not a worker, onto the ready
  *    queue of the thread's pinned worker or of the next worker in turn.

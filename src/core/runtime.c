@@ -9,6 +9,12 @@
  * lifecycle lock (LOCK_LIFECYCLE) serialises start and stop, and `state`
  * (OFF -> STARTING -> RUNNING -> STOPPING -> OFF) tells everyone else where
  * the runtime is without taking it.
+ *
+ * One way down: a start records how far it got (struct start_progress) and
+ * runtime_stop undoes exactly that, in reverse, both for a start that fails
+ * halfway (out of memory, a worker's or the monitor's kernel thread that
+ * cannot start: swarm_init returns EAGAIN and leaves nothing behind) and
+ * for swarm_finalize, which stops a runtime that got all the way.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -10,7 +10,6 @@
  *    way, no scheduler context in between. If a thief stole the parent, the
  *    worker takes whatever else is local or goes to its scheduler loop.
  *
- *
  *  - The fast paths make no call but the switch, so nothing of them lives
  *    in callee-saved registers. Spawn: both caches non-empty, the parent
  *    pushed before the switch (push_parent_early, with a back end that

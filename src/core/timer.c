@@ -6,14 +6,19 @@
  * non-worker kernel thread uses worker 0's), ordered by CLOCK_MONOTONIC
  * deadline, under that heap's spinlock: a timer may be cancelled from any
  * worker. Due timers are taken out of the heap under the lock and their
- * callbacks run outside it, on the owning worker:
- *   - in its scheduler loop on every round;
- *   - when one of its threads parks or yields (timers_poll), so a worker
- *     busy with short-lived threads still fires them;
- *   - an idle worker sleeps no longer than its earliest deadline.
- * A worker whose kernel thread is stuck (a thread that never blocks, or one
- * blocked in a system call core does not know about) fires its timers late;
- * the I/O layer's monitor is to cover that case (issue 5 in the tracker).
+ * callbacks run outside it, where they are noticed (timers_poll, core.h):
+ *   - in the owning worker's scheduler loop on every round (sched.c);
+ *   - when one of its threads yields (park.c: swarm_yield), so a worker
+ *     busy with threads that yield still fires them;
+ *   - an idle worker sleeps no longer than its earliest deadline (sched.c);
+ *   - the monitor fires the due timers of a worker whose kernel thread is
+ *     stuck (a thread that never blocks, or one blocked in a system call
+ *     core does not know about), on the monitor's kernel thread
+ *     (monitor.c).
+ * Not when a thread parks: a park's caller holds the lock its commit
+ * releases, and a due callback may need that very lock (park.c, park_here).
+ * A park with a deadline on a kernel thread that is not a worker uses no
+ * timer: that thread waits on its futex with a timeout itself (park.c).
  *
  * Invariants: timer->heap_index is its slot while in a heap and -1 once
  * removed (fired or cancelled); swarm_timer_cancel returns true only if it

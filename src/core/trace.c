@@ -70,8 +70,8 @@ struct spill_chunk {
 };
 
 static const char *const reason_names[SWARM_PARK_REASONS] = {
-    "other", "join",  "mutex", "cond",  "rwlock", "sem",      "barrier",
-    "once",  "sleep", "io",    "yield", "remote", "finalize",
+    "other",   "join", "mutex", "cond", "rwlock", "sem",
+    "barrier", "once", "sleep", "io",   "yield",  "finalize",
 };
 
 /* ---- time ---- */
@@ -311,13 +311,6 @@ static char *format_rec(char *p, int worker, const struct trace_rec *r) {
     p = PUT_LIT(p, ",\"victim\":");
     p = put_u64(p, r->b);
     return PUT_LIT(p, "}}");
-  case TR_REMOTE_STEAL:
-    p = EVENT(p, "i", "remote_steal", worker, ticks_to_ns(r->ts));
-    p = PUT_LIT(p, ",\"args\":{\"thread\":");
-    p = put_thread(p, r->a);
-    p = PUT_LIT(p, ",\"rank\":");
-    p = put_u64(p, r->b);
-    return PUT_LIT(p, "}}");
   default:
     return p;
   }
@@ -445,14 +438,6 @@ static int spill_open(const char *path) {
     unlink(tmpl);
   free(tmpl);
   return fd;
-}
-
-/* ---- the remote-steal hook ---- */
-
-void swarm_trace_remote_steal(int victim_rank, struct swarm_thread *thread) {
-  struct worker *w = worker_current();
-  if (w)
-    TRACE_EVENT(w, TR_REMOTE_STEAL, trace_id(thread), (uint64_t)victim_rank, 0);
 }
 
 /* ---- lifecycle ---- */

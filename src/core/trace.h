@@ -41,13 +41,12 @@
 #include "core/core.h"
 
 enum trace_kind {
-  TR_RUN = 1,      /* X: a thread ran [ts, ts + b ticks); a = thread */
-  TR_SPAWN,        /* i: a = parent, b = child */
-  TR_PARK,         /* i: a = thread, reason */
-  TR_READY,        /* i: a = thread, reason (of its park) */
-  TR_STEAL,        /* i: a = thread, b = victim worker */
-  TR_REMOTE_STEAL, /* i: a = thread, b = victim rank */
-  TR_SLEEP,        /* X: the worker slept on its futex [ts, ts + b) */
+  TR_RUN = 1, /* X: a thread ran [ts, ts + b ticks); a = thread */
+  TR_SPAWN,   /* i: a = parent, b = child */
+  TR_PARK,    /* i: a = thread, reason */
+  TR_READY,   /* i: a = thread, reason (of its park) */
+  TR_STEAL,   /* i: a = thread, b = victim worker */
+  TR_SLEEP,   /* X: the worker slept on its futex [ts, ts + b) */
 };
 
 struct trace_rec {
@@ -175,8 +174,5 @@ bool trace_start(const struct trace_steps *plain,
 /* Closes the trace: every worker's records, the trailer, the file. Called
  * with every other worker stopped (swarm_finalize), or at exit. */
 void trace_stop(void);
-
-/* For the dist layer: the calling worker took `thread` from rank `victim`. */
-void swarm_trace_remote_steal(int victim_rank, struct swarm_thread *thread);
 
 #endif

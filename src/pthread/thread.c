@@ -176,20 +176,13 @@ _Noreturn static void finish(struct dropin_thread *r, void *value) {
   if (r->external)
     libc_pthread_exit(value); /* an NPTL thread: NPTL ends it */
   r->result = value;
-  struct sync_waiter *list = NULL, *last = NULL, *w;
+  struct sync_waiter *list = NULL;
   sync_spin_lock(&r->done.lock);
   r->exited = true;
   bool detached = r->detached;
   if (!detached) {
     __atomic_store_n(&r->done.done, 1, __ATOMIC_RELEASE);
-    while ((w = sync_queue_pop(&r->done.queue, 0))) {
-      w->next = NULL;
-      if (last)
-        last->next = w;
-      else
-        list = w;
-      last = w;
-    }
+    list = sync_queue_take(&r->done.queue, 0, NULL, NULL);
   }
   sync_spin_unlock(&r->done.lock);
   /* Joinable: from the unlock on, the joiner may free r. Detached: nobody

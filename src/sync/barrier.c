@@ -41,15 +41,8 @@ int swarm_barrier_wait(swarm_barrier_t *b) {
     return EINVAL;
   }
   if (++b->arrived_ == b->count_) {
-    struct sync_waiter *list = NULL, *last = NULL, *w;
-    while ((w = sync_queue_pop(sync_queue_of(&b->head_), 0))) {
-      w->next = NULL;
-      if (last)
-        last->next = w;
-      else
-        list = w;
-      last = w;
-    }
+    struct sync_waiter *list =
+        sync_queue_take(sync_queue_of(&b->head_), 0, NULL, NULL);
     b->arrived_ = 0;
     b->round_++;
     sync_spin_unlock(&b->lock_);

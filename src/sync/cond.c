@@ -118,16 +118,9 @@ int swarm_cond_broadcast(swarm_cond_t *c) {
     return EINVAL;
   if (!__atomic_load_n(&c->head_, __ATOMIC_ACQUIRE))
     return 0;
-  struct sync_waiter *list = NULL, *last = NULL, *w;
   cond_lock(c);
-  while ((w = sync_queue_pop(sync_queue_of(&c->head_), 0))) {
-    w->next = NULL;
-    if (last)
-      last->next = w;
-    else
-      list = w;
-    last = w;
-  }
+  struct sync_waiter *list =
+      sync_queue_take(sync_queue_of(&c->head_), 0, NULL, NULL);
   cond_unlock(c);
   sync_ready_list(list);
   return 0;

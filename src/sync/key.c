@@ -137,17 +137,9 @@ void sync_thread_exit(struct swarm_thread *self) {
   free(rec);
 }
 
-/* Core's thread-exit hook (weak, so sync also links against a core without
- * one). Registering it makes native threads run their destructors; core
- * calls it only for threads that have data in a slot. */
-extern void (*swarm_thread_exit_hook)(struct swarm_thread *)
-    __attribute__((weak, visibility("hidden")));
-
+/* Core's thread-exit hook (core.h): registering it makes native threads
+ * run their destructors; core calls it only for threads that have data in
+ * a slot. */
 __attribute__((constructor)) static void key_register_exit_hook(void) {
-  if (&swarm_thread_exit_hook)
-    swarm_thread_exit_hook = sync_thread_exit;
-}
-
-int sync_exit_hook_available(void) {
-  return &swarm_thread_exit_hook != NULL;
+  swarm_thread_exit_hook = sync_thread_exit;
 }

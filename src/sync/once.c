@@ -27,25 +27,15 @@ static struct once_bucket *bucket_of(swarm_once_t *once) {
   return &once_buckets[(a >> 2 ^ a >> 9) % ONCE_BUCKETS];
 }
 
+/* A bucket holds the waiters of several once objects: take those of one. */
+static bool waits_for(struct sync_waiter *w, void *once) {
+  return w->tag == (uintptr_t)once;
+}
+
 static void wake_tagged(swarm_once_t *once) {
   struct once_bucket *b = bucket_of(once);
-  struct sync_waiter *list = NULL, *last = NULL;
   sync_spin_lock(&b->lock);
-  struct sync_waiter *w = b->queue.head;
-  while (w) {
-    struct sync_waiter *next = w->next;
-    if (w->tag == (uintptr_t)once) {
-      sync_queue_remove(&b->queue, w);
-      w->result = 0;
-      w->next = NULL;
-      if (last)
-        last->next = w;
-      else
-        list = w;
-      last = w;
-    }
-    w = next;
-  }
+  struct sync_waiter *list = sync_queue_take(&b->queue, 0, waits_for, once);
   sync_spin_unlock(&b->lock);
   sync_ready_list(list);
 }

@@ -52,11 +52,20 @@ int swarm_rwlock_destroy(swarm_rwlock_t *rw) {
   return busy ? EBUSY : 0;
 }
 
+/* grant's test for each waiter once readers may enter: a reader enters,
+ * and is counted, while the count has room; writers stay queued. */
+static bool reader_enters(struct sync_waiter *w, void *arg) {
+  swarm_rwlock_t *rw = arg;
+  if (w->tag != TAG_READER || rw->readers_ == UINT32_MAX)
+    return false;
+  rw->readers_++;
+  return true;
+}
+
 /* Admits the waiters the policy allows; returns them (dequeued, result 0)
  * linked through next. Called under the lock. */
 static struct sync_waiter *grant(swarm_rwlock_t *rw) {
   struct sync_queue *q = sync_queue_of(&rw->head_);
-  struct sync_waiter *list = NULL, *last = NULL;
   if (rw->writer_)
     return NULL;
   struct sync_waiter *w = q->head;
@@ -70,22 +79,7 @@ static struct sync_waiter *grant(swarm_rwlock_t *rw) {
   }
   if (prefer_writer(rw) && rw->writers_waiting_)
     return NULL;
-  while (w) {
-    struct sync_waiter *next = w->next;
-    if (w->tag == TAG_READER && rw->readers_ < UINT32_MAX) {
-      sync_queue_remove(q, w);
-      w->result = 0;
-      w->next = NULL;
-      rw->readers_++;
-      if (last)
-        last->next = w;
-      else
-        list = w;
-      last = w;
-    }
-    w = next;
-  }
-  return list;
+  return sync_queue_take(q, 0, reader_enters, rw);
 }
 
 static struct sync_waiter *rw_removed(struct sync_waiter *w) {

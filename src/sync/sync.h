@@ -22,7 +22,9 @@
  *      (ETIMEDOUT; waiter_expire, which core calls and then readies the
  *      thread itself), or an interrupter (ECANCELED). That party then
  *      readies the thread after releasing the spinlock. A party that finds
- *      `queued` == 0 does nothing.
+ *      `queued` == 0 does nothing. A waker takes one waiter with
+ *      sync_queue_pop, several (a broadcast, a barrier's round, readers)
+ *      with sync_queue_take, and readies them with sync_ready_list.
  *   4. Once resumed the waiter reads `result`; core has disarmed the
  *      deadline before swarm_park returns.
  *
@@ -117,6 +119,19 @@ void sync_queue_remove(struct sync_queue *q, struct sync_waiter *w);
 /* Takes the head (NULL if empty), marking it dequeued with `result`. */
 struct sync_waiter *sync_queue_pop(struct sync_queue *q, int result);
 
+/* Whether sync_queue_take takes w; called once per waiter, in queue order,
+ * under the object's lock, so it may update the object for each waiter it
+ * takes (a reader entering a rwlock). */
+typedef bool (*sync_take_fn)(struct sync_waiter *w, void *arg);
+
+/* Dequeues, in queue order, every waiter `take` accepts (every waiter if
+ * take is NULL), marking each with `result`, and returns them linked
+ * through next for sync_ready_list, which the caller runs after unlocking.
+ * The one way a primitive wakes more than one waiter (broadcast, barrier,
+ * once, rwlock readers, events, a drop-in thread's joiners). */
+struct sync_waiter *sync_queue_take(struct sync_queue *q, int result,
+                                    sync_take_fn take, void *arg);
+
 /* Step 2 of the protocol: called with *w->lock held and w queued; returns
  * with the lock released and w dequeued, giving w->result (0, ETIMEDOUT,
  * ECANCELED, or ENOMEM when core could arm no timer for the deadline). */
@@ -179,14 +194,10 @@ struct sync_thread {
 /* The record of t, made if `create` (NULL if not made or no memory). */
 struct sync_thread *sync_thread_of(struct swarm_thread *t, bool create);
 
-/* Runs the calling thread's key destructors and frees its record. To be
- * called on every thread exit (see docs/sync.md: the drop-in calls it; core
- * calls it through swarm_thread_exit_hook when it provides that hook). */
+/* Runs the calling thread's key destructors and frees its record. Called
+ * on every thread exit: by core, through swarm_thread_exit_hook, and by the
+ * drop-in for its threads (docs/sync.md). */
 void sync_thread_exit(struct swarm_thread *self);
-
-/* 1 when core calls sync_thread_exit on every thread exit (its
- * swarm_thread_exit_hook exists), else 0. */
-int sync_exit_hook_available(void);
 
 /* Interruption (the drop-in's deferred cancellation): marks t interrupted;
  * an interruptible wait in progress ends with ECANCELED, and later ones

@@ -64,6 +64,23 @@ struct sync_waiter *sync_queue_pop(struct sync_queue *q, int result) {
   return w;
 }
 
+struct sync_waiter *sync_queue_take(struct sync_queue *q, int result,
+                                    sync_take_fn take, void *arg) {
+  struct sync_waiter *list = NULL, **tail = &list;
+  struct sync_waiter *w = q->head;
+  while (w) {
+    struct sync_waiter *next = w->next;
+    if (!take || take(w, arg)) {
+      sync_queue_remove(q, w); /* leaves w->next NULL: the list's end */
+      w->result = result;
+      *tail = w;
+      tail = &w->next;
+    }
+    w = next;
+  }
+  return list;
+}
+
 void sync_ready_list(struct sync_waiter *list) {
   while (list) {
     struct sync_waiter *next = list->next;
@@ -307,17 +324,9 @@ int sync_event_wait(struct sync_event *e, uint64_t deadline_ns,
 }
 
 void sync_event_set(struct sync_event *e) {
-  struct sync_waiter *list = NULL, *last = NULL, *w;
   sync_spin_lock(&e->lock);
   __atomic_store_n(&e->done, 1, __ATOMIC_RELEASE);
-  while ((w = sync_queue_pop(&e->queue, 0))) {
-    w->next = NULL;
-    if (last)
-      last->next = w;
-    else
-      list = w;
-    last = w;
-  }
+  struct sync_waiter *list = sync_queue_take(&e->queue, 0, NULL, NULL);
   sync_spin_unlock(&e->lock);
   sync_ready_list(list);
 }

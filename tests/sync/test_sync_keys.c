@@ -95,7 +95,6 @@ int main(void) {
     CHECK_EQ(swarm_key_delete(all[i]), 0);
   /* native threads that simply return run their destructors (core's exit
    * hook), with their own values */
-  CHECK(sync_exit_hook_available());
   CHECK_EQ(swarm_key_create(&key3, dtor_native), 0);
   swarm_thread_t pt[10];
   for (long i = 0; i < 10; i++)
