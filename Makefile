@@ -43,6 +43,7 @@ DEPS_GROUPS := core
 -include mk/portability.mk
 -include mk/cio.mk
 -include mk/dist.mk
+-include mk/examples.mk
 
 test: deps
 	$(MAKE) test-unit
