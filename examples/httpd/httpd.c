@@ -427,6 +427,12 @@ static int open_beneath(const char *path) {
   return fd;
 }
 
+/* The next piece to read: no more than the file has left (asking for more
+ * costs a second read to learn the end of the file). */
+static size_t piece(off_t size, off_t off) {
+  return size - off < FILE_CHUNK ? (size_t)(size - off) : FILE_CHUNK;
+}
+
 /* Answers a parsed GET/HEAD with the file; returns 0 to go on. */
 static int send_file(int fd, struct date_cache *d, struct request *rq) {
   int f = open_beneath(rq->path);
@@ -447,7 +453,7 @@ static int send_file(int fd, struct date_cache *d, struct request *rq) {
   off_t off = 0;
   ssize_t n = 0;
   if (!rq->head_only && st.st_size > 0)
-    n = rt_pread(f, chunk, FILE_CHUNK, 0);
+    n = rt_pread(f, chunk, piece(st.st_size, 0), 0);
   int ok = n >= 0;
   if (ok) { /* the head and the first piece in one system call */
     struct iovec iov[2] = {{head, hl}, {chunk, (size_t)n}};
@@ -461,7 +467,7 @@ static int send_file(int fd, struct date_cache *d, struct request *rq) {
     off = n;
   }
   while (ok && !rq->head_only && off < st.st_size) {
-    n = rt_pread(f, chunk, FILE_CHUNK, off);
+    n = rt_pread(f, chunk, piece(st.st_size, off), off);
     ok = n > 0 && write_all(fd, chunk, (size_t)n) == 0;
     off += n;
   }

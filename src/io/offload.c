@@ -20,6 +20,7 @@
  * pool needs nothing and works under qemu-user too.
  */
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/uio.h>
 
 #include "io/io.h"
@@ -50,6 +51,10 @@ static void pool_unlock(void) {
 
 static void *pool_main(void *arg) {
   (void)arg;
+  /* named for top and for tests/io/test_io_file_eof.c, which proves what
+   * does not come here; prctl, not pthread_setname_np, which the drop-in
+   * could interpose */
+  prctl(PR_SET_NAME, "swarm-io-pool", 0, 0, 0);
   for (;;) {
     pool_lock();
     struct job *j = pool.head;
@@ -160,13 +165,29 @@ long io_offload(struct io_node *n) {
     return r; /* done from the cache, end of file, or a real error */
   if (r > 0 && !one_buffer(n))
     return r;  /* a short readv/writev: legal, and we cannot un-read it */
-  if (r > 0) { /* the rest of a read or write goes to the pool */
+  if (r > 0) { /* the rest of a read or write: the cache again, else the pool */
     struct io_node rest = *n;
-    rest.buf = (char *)n->buf + r;
-    rest.len = n->len - (size_t)r;
-    rest.offset = n->offset + r; /* positional calls: the rest's place */
-    long more = pool_run(&rest);
-    return more < 0 ? r : r + more;
+    long done = r, more;
+    for (;;) {
+      rest.buf = (char *)n->buf + done;
+      rest.len = n->len - (size_t)done;
+      rest.offset = n->offset + done; /* positional calls: the rest's place */
+      /* A short read is most often the end of the file (a 1 KiB file read
+       * into a 16 KiB buffer): asking the cache once more says 0 in one
+       * system call, where the pool costs a park, two futex wakes and a
+       * kernel thread's pread (the httpd example paid this per request,
+       * docs/io.md). */
+      more = try_nowait(&rest, &want);
+      if (more > 0 && (size_t)more < want) {
+        done += more;
+        continue;
+      }
+      if (more >= 0)
+        return done + more; /* the rest from the cache, or end of file */
+      break;
+    }
+    more = pool_run(&rest);
+    return more < 0 ? done : done + more;
   }
   return pool_run(n);
 }
