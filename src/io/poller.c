@@ -96,7 +96,21 @@ struct io_worker {
   int evfd;
   _Atomic int in_epoll;
   _Atomic uint64_t polled_ns;
+  /* Empty polls in a row back off: the owner skips its next idle_skip
+   * poll points (at most POLL_SKIP_MAX) after one that found nothing.
+   * Touched only by the owning worker (spares always poll). */
+  unsigned idle_skip, idle_backoff;
 } __attribute__((aligned(64)));
+
+/* An idle worker spins (core's sched_loop) before it sleeps in epoll_wait,
+ * calling hook_poll each round. Polling every round made a ping-pong round
+ * trip cost 4-40 empty epoll_pwait calls (docs/io.md, "Accounting") and
+ * stretched the spin to milliseconds of system calls on a CPU the peers
+ * share. Skipping at most 15 rounds (a microsecond or two of cpu_relax)
+ * after an empty poll keeps readiness noticed promptly and lets the spin
+ * end, and the worker sleep in epoll_wait, as soon as it would without
+ * the I/O layer. */
+#define POLL_SKIP_MAX 15u
 
 static struct {
   _Atomic(struct io_fd *) chunks[MAX_CHUNKS];
@@ -647,14 +661,25 @@ static void hook_poll(struct worker *w) {
     return;
   /* a spare polls the epoll it registers in (its regular worker's) */
   struct io_worker *iw = &io.workers[worker_index(w)];
+  bool owner = worker_index(w) == w->id;
+  if (owner && iw->idle_skip > 0) {
+    iw->idle_skip--;
+    return;
+  }
   int ep = atomic_load_explicit(&iw->epfd, memory_order_acquire) - 1;
   if (ep < 0)
     return;
   struct epoll_event ev[EVENT_BATCH];
   long n = sys_epoll_pwait(ep, ev, EVENT_BATCH, 0, NULL);
   atomic_store_explicit(&iw->polled_ns, now_ns(), memory_order_relaxed);
+  if (owner) {
+    iw->idle_backoff = n > 0 ? 0 : 2 * iw->idle_backoff + 1;
+    if (iw->idle_backoff > POLL_SKIP_MAX)
+      iw->idle_backoff = POLL_SKIP_MAX;
+    iw->idle_skip = iw->idle_backoff;
+  }
   if (n > 0)
-    dispatch(ev, (int)n, iw, worker_index(w) == w->id);
+    dispatch(ev, (int)n, iw, owner);
 }
 
 static bool hook_sleep(struct worker *w, uint32_t seq, int64_t timeout_ns) {
@@ -673,6 +698,7 @@ static bool hook_sleep(struct worker *w, uint32_t seq, int64_t timeout_ns) {
   }
   atomic_store_explicit(&iw->in_epoll, 0, memory_order_relaxed);
   atomic_store_explicit(&iw->polled_ns, now_ns(), memory_order_relaxed);
+  iw->idle_skip = iw->idle_backoff = 0; /* woken: poll at once again */
   if (n > 0)
     dispatch(ev, (int)n, iw, true);
   return true;
