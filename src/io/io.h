@@ -67,10 +67,15 @@ struct io_fd {
   _Atomic uint8_t how[2]; /* enum io_how of read/readv, write/writev */
   bool registered;        /* in io_workers[owner]'s epoll */
   bool socket;
-  bool fifo; /* pipe or FIFO: READY writes go PIPE_BUF at a time */
+  bool fifo;   /* pipe or FIFO: READY writes go PIPE_BUF at a time */
+  bool stream; /* a byte stream (SOCK_STREAM socket, pipe, FIFO): a short
+                * read drained it (io_call's drained hint) */
   _Atomic uint8_t busy[2]; /* IO_HOW_READY: a check-then-call in progress */
   int16_t owner;
-  _Atomic uint32_t rseq, wseq;       /* readiness edges seen, per direction */
+  _Atomic uint32_t rseq, wseq; /* readiness edges seen, per direction */
+  _Atomic uint32_t drained;    /* rseq + 1 when a read came back short with
+                                * rseq at that value; 0: nothing known */
+  _Atomic bool ended; /* a poller saw hang-up or error: no drained hint */
   struct io_node *head[2], *tail[2]; /* [0] readers, [1] writers */
 };
 

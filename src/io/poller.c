@@ -163,6 +163,14 @@ static void classify(struct io_fd *e, int fd, bool adopt, int *err) {
   }
   e->socket = type == S_IFSOCK;
   e->fifo = type == S_IFIFO;
+  atomic_store(&e->ended, false);
+  int so_type = 0;
+  socklen_t len = sizeof so_type;
+  e->stream =
+      e->fifo ||
+      (e->socket && getsockopt(fd, SOL_SOCKET, SO_TYPE, &so_type, &len) == 0 &&
+       so_type == SOCK_STREAM);
+  atomic_store(&e->drained, 0);
   /* until the kernel says otherwise, per direction (eventfd reads have
    * RWF_NOWAIT, its writes not) */
   atomic_store(&e->how[0], IO_HOW_NOWAIT);
@@ -258,6 +266,42 @@ static _Atomic uint32_t *dir_seq(struct io_fd *e, int dir) {
 
 /* An edge for direction d of e (locked): bump the counter, perform the
  * waiters' calls in order; claimed nodes are prepended to *done. */
+/* The drained hint: readiness first after a short read.
+ *
+ * A thread-per-connection server reads right after it answered, before the
+ * peer had time to send more: the read says EAGAIN, one system call per
+ * round trip for nothing (docs/io.md, "Accounting"). But a short read of a
+ * byte stream empties it, and every byte that arrives afterwards raises an
+ * edge that bumps rseq once a poller sees it. So when a read came back
+ * short with rseq at S (the value read before the attempt, or in a poller
+ * the value after its own bump: both under the usual protocol) and rseq is
+ * still S at the next read, every byte that came since has an edge still
+ * to be seen: the thread may park at once with seq = S, exactly as if its
+ * attempt had said EAGAIN, and the poller that sees the edge performs the
+ * read. Only for plain reads (read, recv without flags or address) of a
+ * stream whose per-call form is known to work; a datagram's short read
+ * says nothing of the next one. The program's O_NONBLOCK still gets a real
+ * attempt (io_call). Not once the peer hung up or an error is pending
+ * (`ended`, sticky): an end of file seen by a poller before the short read
+ * raises no edge after it, yet the next read would return 0 at once
+ * (dropin_nonblock_child hung here). Not before the descriptor is in an
+ * epoll: its edges are counted only from then on. */
+static bool drained_eligible(struct io_fd *e, const struct io_node *n) {
+  if (n->dir != 0 || !e->stream || n->len == 0 || !e->registered ||
+      atomic_load(&e->ended))
+    return false;
+  if (n->attempt == io_attempt_read)
+    return atomic_load_explicit(&e->how[0], memory_order_relaxed) ==
+           IO_HOW_NOWAIT_OK;
+  return n->attempt == io_attempt_recvfrom && n->flags == 0 && !n->addr;
+}
+
+static void drained_note(struct io_fd *e, const struct io_node *n, long r,
+                         uint32_t seq) {
+  if (r > 0 && (size_t)r < n->len && drained_eligible(e, n))
+    atomic_store_explicit(&e->drained, seq + 1, memory_order_relaxed);
+}
+
 static void edge(struct io_fd *e, int d, uint32_t events,
                  struct io_node **done) {
   atomic_fetch_add(dir_seq(e, d), 1);
@@ -290,6 +334,7 @@ static void edge(struct io_fd *e, int d, uint32_t events,
       } else {
         wt->result = r;
         wt->completed = true;
+        drained_note(e, n, r, atomic_load(dir_seq(e, d)));
       }
     } else {
       wt->revents = events;
@@ -357,6 +402,10 @@ static int dispatch(struct epoll_event *ev, int n, struct io_worker *iw,
     struct io_node *done = NULL;
     spin_lock(&e->lock);
     if (atomic_load(&e->gen) == gen) {
+      /* before edge's bump: a reader that sees the bumped counter sees
+       * this too (drained_eligible) */
+      if (ev[i].events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR))
+        atomic_store(&e->ended, true);
       if (ev[i].events & READ_EVENTS)
         edge(e, 0, ev[i].events, &done);
       if (ev[i].events & WRITE_EVENTS)
@@ -480,7 +529,8 @@ long io_fd_forget_with(int fd, long (*op)(int, void *), void *arg) {
       }
     }
     e->registered = false;
-    e->socket = e->fifo = false;
+    e->socket = e->fifo = e->stream = false;
+    atomic_store(&e->drained, 0);
     atomic_store(&e->kind, FD_UNKNOWN);
   }
   spin_unlock(&e->lock);
@@ -607,9 +657,16 @@ long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns) {
   n->e = e;
   for (;;) {
     n->seq = atomic_load(dir_seq(e, n->dir));
-    long r = n->attempt(n);
-    if (r != -EAGAIN || (n->flags & MSG_DONTWAIT) || io_fd_nonblock(n->fd))
+    bool skip =
+        n->seq + 1 == atomic_load_explicit(&e->drained, memory_order_relaxed) &&
+        drained_eligible(e, n);
+    long r = skip ? -EAGAIN : n->attempt(n);
+    if (r != -EAGAIN || (n->flags & MSG_DONTWAIT) || io_fd_nonblock(n->fd)) {
+      if (skip) /* the program wants an answer now: ask the kernel */
+        return n->attempt(n);
+      drained_note(e, n, r, n->seq);
       return r; /* the program asked for EAGAIN, by flag or by file */
+    }
     if (!timeout_known) {
       timeout_known = true;
       int64_t t = e->socket ? sockopt_timeout(n->fd, n->dir) : -1;
