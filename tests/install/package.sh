@@ -64,6 +64,8 @@ if command -v pigz >/dev/null 2>&1; then
   spawned=$(awk '/^swarm stats: [0-9]/ { s += $4 } END { print s + 0 }' "$scratch/err")
   [ "$spawned" -ge 4 ] || { cat "$scratch/err"; fail "only $spawned threads ran on swarm"; }
   echo "ok  packaged swarmrun -- pigz -p 4: round-trips, $spawned threads on swarm"
+  if "$usr/bin/swarmrun" --stats=soon -- true 2>"$scratch/err"; then fail "swarmrun took --stats=soon"; fi
+  grep -q "needs an interval" "$scratch/err" || fail "swarmrun --stats=soon: $(cat "$scratch/err")"
 else
   fail "pigz not installed (make deps installs it)"
 fi
