@@ -1,12 +1,12 @@
 /* SWARM_STATS=<interval> (the live view, core/stats.c): every interval one
- * header line and one row per worker go to stderr, the rows' counts are
- * what the workers did (their sum never exceeds the totals swarm_stats_get
- * reports, and parks by swarm_sleep_ns show up), the queue column is a
- * depth; with SWARM_STATS=1 there is no live line and no extra kernel
- * thread (the view costs nothing when off); a malformed interval is
- * reported and ignored. Runs the runtime three times in one process, each
- * with stderr sent to a file. No timing assertion: the work goes on until
- * enough reports arrived, however slow the machine. */
+ * header line and one row per worker go to stderr; the rows' counts are
+ * what the workers did (their sum stays within the totals swarm_stats_get
+ * reports, give or take finalize's own park, and parks by swarm_sleep_ns
+ * show up); the queue column is a depth; with SWARM_STATS=1 there is no
+ * live line and no extra kernel thread (the view costs nothing when off); a
+ * malformed interval is reported and ignored. Runs the runtime three times
+ * in one process, each with stderr sent to a file. No timing assertion: the
+ * work goes on until enough reports arrived, however slow the machine. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -126,10 +126,15 @@ int main(void) {
   fclose(f);
   CHECK(headers >= 4, "%d reports", headers);
   CHECK_EQ(rows, 2 * headers);
-  CHECK(run > 0 && run <= total.threads_run, "rows say %llu run, total %llu",
-        run, (unsigned long long)total.threads_run);
-  CHECK(parks > 0 && parks <= total.parks, "rows say %llu parks, total %llu",
-        parks, (unsigned long long)total.parks);
+  /* The totals were read before swarm_finalize, whose own park and resume
+   * a last report may still count: a few more, never double. */
+  unsigned long long slack = 8;
+  CHECK(run > 0 && run <= total.threads_run + slack,
+        "rows say %llu run, total %llu", run,
+        (unsigned long long)total.threads_run);
+  CHECK(parks > 0 && parks <= total.parks + slack,
+        "rows say %llu parks, total %llu", parks,
+        (unsigned long long)total.parks);
 
   /* malformed: reported, no live view */
   run_once("5xs", path, 0, &total);
