@@ -30,6 +30,7 @@ def main():
     with tempfile.TemporaryDirectory() as td:
         path = os.path.join(td, "fib.pftrace")
         env = dict(os.environ, SWARM_TRACE=path)
+        env.setdefault("SWARM_WORKERS", "2")  # the suite sets 1, 2 or 4
         cmd = (a.emulator.split() if a.emulator else []) + [a.workload, str(a.n)]
         r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=500)
         sys.stderr.write(r.stderr)
