@@ -3,6 +3,7 @@
 #   make test     install deps, build, run the whole suite (plain + ASan/UBSan + install check)
 #   make demo     install deps, build, run the fib benchmark on 1 and on all workers
 #   make deps     install the Debian packages the build, tests and benchmarks need
+#   make package  Debian packages in build/packages (mk/package.mk, docs/packaging.md)
 #   make format   clang-format the sources
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
@@ -44,6 +45,7 @@ DEPS_GROUPS := core
 -include mk/cio.mk
 -include mk/dist.mk
 -include mk/examples.mk
+-include mk/package.mk
 
 test: deps
 	$(MAKE) test-unit

@@ -44,6 +44,9 @@
  *   SWARM_BIND=1        pin worker i to the i-th CPU of the affinity mask
  *   SWARM_STATS=1       print per-worker counters to stderr at exit (or at
  *                       swarm_finalize)
+ *   SWARM_STATS=1s      the same, and every interval (250ms, 1s, 2m) what
+ *                       each worker did since the last report (threads run,
+ *                       steals, parks, sleeps) and its run-queue depth
  * A malformed value is reported on stderr, naming the variable, and ignored.
  */
 #ifndef SWARM_H

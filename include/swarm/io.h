@@ -59,6 +59,7 @@ ssize_t swarm_read(int fd, void *buf, size_t count);
 ssize_t swarm_write(int fd, const void *buf, size_t count);
 ssize_t swarm_readv(int fd, const struct iovec *iov, int iovcnt);
 ssize_t swarm_writev(int fd, const struct iovec *iov, int iovcnt);
+
 /* At a file offset, which they leave as it is: on a regular file the page
  * cache is tried first, then the pool; on a pipe or socket the kernel's
  * ESPIPE. EINVAL for a negative offset. */
@@ -67,10 +68,12 @@ ssize_t swarm_pwrite(int fd, const void *buf, size_t count, off_t offset);
 ssize_t swarm_preadv(int fd, const struct iovec *iov, int iovcnt, off_t offset);
 ssize_t swarm_pwritev(int fd, const struct iovec *iov, int iovcnt,
                       off_t offset);
+
 /* On a regular file or block device they run on the pool (a flush to the
  * disk may take tens of milliseconds); elsewhere the plain call. */
 int swarm_fsync(int fd);
 int swarm_fdatasync(int fd);
+
 ssize_t swarm_recv(int fd, void *buf, size_t len, int flags);
 ssize_t swarm_send(int fd, const void *buf, size_t len, int flags);
 ssize_t swarm_recvfrom(int fd, void *buf, size_t len, int flags,
@@ -79,19 +82,24 @@ ssize_t swarm_sendto(int fd, const void *buf, size_t len, int flags,
                      const struct sockaddr *dest, socklen_t addrlen);
 ssize_t swarm_recvmsg(int fd, struct msghdr *msg, int flags);
 ssize_t swarm_sendmsg(int fd, const struct msghdr *msg, int flags);
+
 /* The new descriptor is blocking unless SOCK_NONBLOCK was given to
  * swarm_accept4, as with accept4; swarm_* calls on it park the thread. */
 int swarm_accept(int fd, struct sockaddr *addr, socklen_t *addrlen);
 int swarm_accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags);
+
 int swarm_connect(int fd, const struct sockaddr *addr, socklen_t addrlen);
 int swarm_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms);
+
 /* sigmask applies to the readiness check only: a parked swarm thread
  * receives no signals. */
 int swarm_ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *tmo,
                 const sigset_t *sigmask);
+
 /* Like select(2), except that *timeout is not updated. */
 int swarm_select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
                  struct timeval *timeout);
+
 int swarm_epoll_wait(int epfd, struct epoll_event *events, int maxevents,
                      int timeout_ms);
 

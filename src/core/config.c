@@ -113,7 +113,7 @@ int config_resolve(const swarm_config_t *in, int *workers, size_t *stack,
   if (c.bind == 0)
     c.bind = env_bool("SWARM_BIND");
   if (c.stats == 0)
-    c.stats = env_bool("SWARM_STATS");
+    c.stats = stats_env(getenv("SWARM_STATS")); /* also "1s": stats.c */
   *workers = c.workers;
   *stack = c.stack_size;
   *bind = c.bind == 1;

@@ -255,6 +255,11 @@ struct runtime {
   _Atomic uint32_t monitor_word; /* futex the monitor sleeps on */
   _Atomic bool monitor_idle;     /* it sleeps with no deadline */
   _Atomic int spares_active;
+  /* stats.c: the live view (SWARM_STATS=1s), a kernel thread that prints
+   * every worker's counters each interval; none when the value is 0/1. */
+  pthread_t stats_kthread;
+  bool stats_started;
+  _Atomic uint32_t stats_word; /* futex it sleeps on; bumped to stop it */
 };
 
 extern struct runtime swarm_rt;
@@ -607,6 +612,14 @@ static inline void stack_release(struct worker *w, struct stack_ref s) {
 int config_resolve(const swarm_config_t *in, int *workers, size_t *stack,
                    bool *bind, bool *stats);
 int config_parse_size(const char *s, size_t *out);
+
+/* stats.c: SWARM_STATS's value: 1 for 1/yes/true or an interval ("1s",
+ * "250ms": the live view), -1 for 0/no/false, 0 when unset or malformed
+ * (reported). The live view starts after the workers and stops first. */
+int stats_env(const char *value);
+void stats_live_start(void);
+void stats_live_stop(void);
+void stats_live_after_fork(void); /* forget the parent's live view */
 
 /* fault.c: guard-page recognition for the overflow handler */
 size_t fault_describe(void *addr, char *buf, size_t cap);

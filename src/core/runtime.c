@@ -235,6 +235,7 @@ static int workers_start(struct start_progress *p) {
  * with the lifecycle lock held. */
 static void runtime_stop(const struct start_progress *p) {
   atomic_store(&swarm_rt.state, RT_STOPPING);
+  stats_live_stop();
   for (int i = 1; i <= p->threads; i++) {
     struct worker *v = &swarm_rt.workers[i];
     worker_wake_sleeping(v);
@@ -308,6 +309,8 @@ static int runtime_start(const swarm_config_t *config,
     r = workers_start(&p);
   if (!r && !(r = monitor_start()))
     p.monitor = true;
+  if (!r)
+    stats_live_start(); /* SWARM_STATS=1s: the live view, else nothing */
   if (r) {
     runtime_stop(&p);
     spin_unlock(&swarm_rt.lifecycle_lock);
@@ -353,6 +356,7 @@ static void runtime_forget_parent(void) {
   swarm_rt.nworkers = 0;
   swarm_rt.nslots = 0;
   monitor_after_fork();
+  stats_live_after_fork();
   swarm_rt.main_thread = NULL;
   atomic_store(&swarm_rt.idle_workers, 0);
   atomic_store(&swarm_rt.finalize_waiter, NULL);

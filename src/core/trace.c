@@ -1,9 +1,10 @@
 /*
  * core/trace.c — the trace file: opening it at swarm_init when SWARM_TRACE
- * names one, turning workers' binary records into Chrome trace event JSON
- * (one object, {"traceEvents": [...], ...}, which Perfetto and
- * chrome://tracing open), and closing it at swarm_finalize or at exit.
- * What is recorded, and why tracing off costs nothing, is in trace.h.
+ * names one, turning workers' binary records into Perfetto's protobuf
+ * (trace_proto.c, the default) or Chrome trace event JSON (one object,
+ * {"traceEvents": [...], ...}, for a .json path or SWARM_TRACE_FORMAT=json),
+ * and closing it at swarm_finalize or at exit. What is recorded, and why
+ * tracing off costs nothing, is in trace.h.
  *
  * Invariants kept here:
  *  - The files are written only under trace_file.lock: a full buffer by its
@@ -54,6 +55,7 @@ static struct {
   int spill_fd; /* full buffers, binary, until the trace closes; or -1 */
   bool closed;  /* the trailer is written; drop whatever comes */
   bool atexit_done;
+  bool proto;            /* Perfetto's protobuf (trace_proto.c), else JSON */
   int nworkers;          /* regular workers; spares follow */
   uint64_t spares_named; /* spare tracks named so far (bit per spare) */
   int nslots;            /* workers with a buffer, spares included */
@@ -69,7 +71,7 @@ struct spill_chunk {
   uint32_t n;
 };
 
-static const char *const reason_names[SWARM_PARK_REASONS] = {
+const char *const trace_reason_names[SWARM_PARK_REASONS] = {
     "other",   "join", "mutex", "cond", "rwlock", "sem",
     "barrier", "once", "sleep", "io",   "yield",  "finalize",
 };
@@ -158,6 +160,11 @@ static bool write_all(int fd, const void *buf, size_t len) {
     len -= (size_t)n;
   }
   return true;
+}
+
+void trace_file_write(const void *buf, size_t len) {
+  if (!trace_file.closed)
+    write_all(trace_file.fd, buf, len);
 }
 
 static void text_flush(void) {
@@ -292,8 +299,9 @@ static char *format_rec(char *p, int worker, const struct trace_rec *r) {
     return PUT_LIT(p, "}}");
   case TR_PARK:
   case TR_READY: {
-    const char *reason =
-        r->reason < SWARM_PARK_REASONS ? reason_names[r->reason] : "other";
+    const char *reason = r->reason < SWARM_PARK_REASONS
+                             ? trace_reason_names[r->reason]
+                             : "other";
     if (r->kind == TR_PARK)
       p = EVENT(p, "i", "park", worker, ticks_to_ns(r->ts));
     else
@@ -338,6 +346,16 @@ static void write_records(int worker, const struct trace_rec *recs,
                           uint32_t n) {
   if (trace_file.closed || trace_file.fd < 0)
     return;
+  if (trace_file.proto) {
+    for (uint32_t i = 0; i < n; i++) {
+      const struct trace_rec *r = &recs[i];
+      bool slice = r->kind == TR_RUN || r->kind == TR_SLEEP;
+      proto_record(worker, r->kind, r->reason, ticks_to_ns(r->ts),
+                   slice ? ticks_to_ns(r->ts + r->b) : 0, r->a, r->b);
+    }
+    trace_file.written += n;
+    return;
+  }
   char *text = trace_file.text, *p = text + trace_file.len;
   int spare = worker - trace_file.nworkers;
   if (n && spare >= 0 && spare < 64 &&
@@ -397,13 +415,19 @@ static bool read_all(int fd, void *buf, size_t len) {
   return true;
 }
 
-/* Formats the spill file's chunks, in the order they were written (so each
- * worker's events stay in order), and closes it; under lock. */
-static void spill_drain(void) {
-  int fd = trace_file.spill_fd;
-  trace_file.spill_fd = -1;
-  if (fd < 0)
-    return;
+/* The protobuf writer's first pass: threads that park or are stolen
+ * resume elsewhere later, so their first slice must name them. */
+static void mark_records(int worker, const struct trace_rec *recs, uint32_t n) {
+  (void)worker;
+  for (uint32_t i = 0; i < n; i++)
+    if (recs[i].kind == TR_PARK || recs[i].kind == TR_STEAL)
+      proto_mark(recs[i].a);
+}
+
+/* Gives the spill file's chunks to fn, in the order they were written (so
+ * each worker's records stay in order); under lock. */
+static void spill_read(int fd,
+                       void (*fn)(int, const struct trace_rec *, uint32_t)) {
   enum { PIECE = 4096 };
   struct trace_rec *recs = malloc(sizeof *recs * PIECE);
   struct spill_chunk h;
@@ -415,12 +439,21 @@ static void spill_drain(void) {
           h.n = done; /* a short spill: keep what was read */
           break;
         }
-        write_records(h.worker, recs, k);
+        fn(h.worker, recs, k);
         done += k;
       }
     }
   }
   free(recs);
+}
+
+/* Formats the spill file's records into the trace and closes it. */
+static void spill_drain(void) {
+  int fd = trace_file.spill_fd;
+  trace_file.spill_fd = -1;
+  if (fd < 0)
+    return;
+  spill_read(fd, write_records);
   sys_close(fd);
 }
 
@@ -446,7 +479,9 @@ static void close_locked(void) {
   if (trace_file.fd < 0)
     return;
   spill_drain(); /* a trace left open by an earlier run */
-  if (!trace_file.closed) {
+  if (trace_file.proto) {
+    proto_close();
+  } else if (!trace_file.closed) {
     if (trace_file.len + 512 > TEXT_CAP)
       text_flush();
     char *p = trace_file.text + trace_file.len;
@@ -483,12 +518,24 @@ static void stop(bool all_stopped) {
     spin_unlock(&trace_file.lock);
     return;
   }
+  uint32_t counts[trace_file.nslots > 0 ? trace_file.nslots : 1];
+  for (int i = 0; i < trace_file.nslots && swarm_rt.workers; i++) {
+    struct trace_buf *b = swarm_rt.workers[i].trace;
+    counts[i] = b ? __atomic_load_n(&b->count, __ATOMIC_ACQUIRE) : 0;
+  }
+  if (trace_file.proto) { /* the first pass: which threads resume elsewhere */
+    if (trace_file.spill_fd >= 0)
+      spill_read(trace_file.spill_fd, mark_records);
+    for (int i = 0; i < trace_file.nslots && swarm_rt.workers; i++)
+      if (swarm_rt.workers[i].trace)
+        mark_records(i, swarm_rt.workers[i].trace->recs, counts[i]);
+  }
   spill_drain();
   for (int i = 0; i < trace_file.nslots && swarm_rt.workers; i++) {
     struct trace_buf *b = swarm_rt.workers[i].trace;
     if (!b)
       continue;
-    uint32_t n = __atomic_load_n(&b->count, __ATOMIC_ACQUIRE);
+    uint32_t n = counts[i];
     write_records(b->worker, b->recs, n);
     if (all_stopped)
       b->count = 0;
@@ -545,6 +592,48 @@ static uint32_t buffer_records(void) {
     return TRACE_DEFAULT_RECORDS;
   }
   return (uint32_t)n;
+}
+
+/* SWARM_TRACE_FORMAT, else the path's suffix: .json is JSON, anything
+ * else Perfetto's protobuf. */
+static bool format_is_proto(const char *path) {
+  const char *v = getenv("SWARM_TRACE_FORMAT");
+  if (v && *v) {
+    if (!strcmp(v, "json"))
+      return false;
+    if (!strcmp(v, "perfetto") || !strcmp(v, "proto"))
+      return true;
+    fprintf(stderr,
+            "swarm: ignoring SWARM_TRACE_FORMAT='%s': expected perfetto or "
+            "json\n",
+            v);
+  }
+  size_t n = strlen(path);
+  return !(n >= 5 && !strcmp(path + n - 5, ".json"));
+}
+
+/* The file's opening: the protobuf writer's sequence headers, or the JSON
+ * object's start and the workers' track names. */
+static bool header_write(void) {
+  if (trace_file.proto)
+    return proto_open(swarm_rt.nslots, swarm_rt.nworkers, clock_map.epoch_ns,
+                      trace_file.spill_fd < 0);
+  /* The first event carries no leading comma: the header ends where its
+   * comma would be. */
+  char *p = trace_file.text;
+  p = PUT_LIT(p, "{\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\","
+                 "\"pid\":1,\"tid\":0,\"ts\":0,\"args\":{\"name\":\"swarm\"}}");
+  for (int i = 0; i < swarm_rt.nworkers; i++) {
+    if ((size_t)(p - trace_file.text) + TEXT_EVENT_MAX > TEXT_CAP) {
+      trace_file.len = (size_t)(p - trace_file.text);
+      text_flush();
+      p = trace_file.text;
+    }
+    p = put_track_name(p, i);
+  }
+  trace_file.len = (size_t)(p - trace_file.text);
+  text_flush();
+  return true;
 }
 
 bool trace_start(const struct trace_steps *plain,
@@ -609,23 +698,15 @@ bool trace_start(const struct trace_steps *plain,
   trace_file.nworkers = swarm_rt.nworkers;
   trace_file.spares_named = 0;
   trace_file.nslots = swarm_rt.nslots;
+  trace_file.proto = format_is_proto(path);
   clock_start();
   tables_init();
-  /* Metadata: names and order of the workers' tracks. The first event
-   * carries no leading comma: the header ends where its comma would be. */
-  char *p = trace_file.text;
-  p = PUT_LIT(p, "{\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\","
-                 "\"pid\":1,\"tid\":0,\"ts\":0,\"args\":{\"name\":\"swarm\"}}");
-  for (int i = 0; i < swarm_rt.nworkers; i++) {
-    if ((size_t)(p - trace_file.text) + TEXT_EVENT_MAX > TEXT_CAP) {
-      trace_file.len = (size_t)(p - trace_file.text);
-      text_flush();
-      p = trace_file.text;
-    }
-    p = put_track_name(p, i);
+  if (!header_write()) {
+    fprintf(stderr, "swarm: SWARM_TRACE: out of memory for the writer; the "
+                    "trace will be JSON\n");
+    trace_file.proto = false;
+    header_write();
   }
-  trace_file.len = (size_t)(p - trace_file.text);
-  text_flush();
   if (!trace_file.atexit_done) {
     trace_file.atexit_done = true;
     atexit(trace_at_exit);

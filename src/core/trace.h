@@ -1,14 +1,14 @@
 /*
- * core/trace.h — the scheduler's event trace (SWARM_TRACE=out.json): what a
+ * core/trace.h — the scheduler's event trace (SWARM_TRACE=out.pftrace): what a
  * worker records, and the trace points the scheduler and upper layers call.
  *
  * Recording. Each worker owns a buffer of fixed-size binary records (struct
  * trace_rec) that only it appends to, without locks or atomics. A full
  * buffer is written by its owner, as it is, to a spill file and emptied:
  * nothing is dropped while the trace is open, and the stall is a write, not
- * the formatting. Records become JSON (Chrome trace event format, trace.c)
- * when the trace ends — at swarm_finalize, or at exit for a program that
- * never calls it.
+ * the formatting. Records become Perfetto's protobuf (trace_proto.c) or JSON
+ * (Chrome trace event format, trace.c) when the trace ends — at swarm_finalize,
+ * or at exit for a program that never calls it.
  *
  * Run slices. A worker remembers which thread it runs and since when
  * (slice_handle, slice_start). Every switch calls trace_switch_at, which
@@ -158,8 +158,27 @@ static inline void trace_ready(struct trace_buf *b, struct swarm_thread *t) {
   t->park_reason = SWARM_PARK_OTHER; /* consumed: a plain park says other */
 }
 
+/* ---- the file's two formats ---- */
+/* Park reasons by name, for both writers (trace.c). */
+extern const char *const trace_reason_names[SWARM_PARK_REASONS];
+/* Writes bytes to the trace file; under the file's lock (trace.c). */
+void trace_file_write(const void *buf, size_t len);
+/* Perfetto's protobuf format (trace_proto.c), all under the file's lock:
+ * open writes the regular workers' sequence headers (ids_always: no first
+ * pass will mark threads, so every slice names its thread); mark names a
+ * thread that parks or is stolen, before any record is given; record takes
+ * one record, times in ns since the trace started (end: a slice's end);
+ * close ends the open slices and flushes. */
+bool proto_open(int nslots, int nworkers, uint64_t epoch_ns, bool ids_always);
+void proto_mark(uint64_t thread);
+void proto_record(int worker, uint16_t kind, uint16_t reason, uint64_t ts,
+                  uint64_t end, uint64_t a, uint64_t b);
+void proto_close(void);
+
 /* ---- lifecycle (trace.c), called by swarm_init / swarm_finalize ---- */
-/* Reads SWARM_TRACE (and SWARM_TRACE_BUFFER, records per worker). When set,
+/* Reads SWARM_TRACE (and SWARM_TRACE_BUFFER, records per worker, and
+ * SWARM_TRACE_FORMAT, perfetto or json: the default is json for a path
+ * ending in .json, else Perfetto's protobuf). When set,
  * opens the file and gives every worker a buffer; either way points every
  * worker's switch steps at the plain or traced ones given. Returns whether
  * tracing is on. A file that cannot be opened is reported on stderr and

@@ -3,7 +3,7 @@
 the file against the scheduler's own counters.
 
 Usage: check_trace.py WORKLOAD MODE [--buffer N] [--fifo] [--swarm-trace TOOL]
-                      [--emulator "qemu-aarch64 -L SYSROOT"]
+                      [--perfetto TOOL] [--emulator "qemu-aarch64 -L SYSROOT"]
   MODE: finalize | exit (how the workload ends; see trace_workload.c)
   --buffer N: SWARM_TRACE_BUFFER=N, so buffers fill and are written while
               the program runs; the checks then prove nothing was lost
@@ -11,6 +11,10 @@ Usage: check_trace.py WORKLOAD MODE [--buffer N] [--fifo] [--swarm-trace TOOL]
               into it as they fill
   --swarm-trace TOOL: also run tools/swarm-trace on the file and check its
               summary and that it wrote a PNG
+  --perfetto TOOL: trace in Perfetto's protobuf (out.pftrace) instead of
+              JSON, read back into the JSON's events by TOOL (swarm-trace
+              --to-json), and make the same checks on those, plus: the file
+              is protobuf, and (but into a FIFO) at most 40 bytes per thread
 
 What it asserts: the file is one JSON object with a traceEvents list and
 names every worker's track; per worker, spawn events equal the spawn
@@ -43,13 +47,14 @@ def main():
     ap.add_argument("mode", choices=["finalize", "exit"])
     ap.add_argument("--buffer", type=int)
     ap.add_argument("--swarm-trace")
+    ap.add_argument("--perfetto", metavar="TOOL")
     ap.add_argument("--emulator", help="run the workload under this (qemu)")
     ap.add_argument("--fifo", action="store_true",
                     help="trace into a FIFO (not a regular file: no spill "
                          "file, buffers are formatted as they fill)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as td:
-        path = os.path.join(td, "out.json")
+        path = os.path.join(td, "out.pftrace" if a.perfetto else "out.json")
         env = dict(os.environ, SWARM_TRACE=path)
         env.pop("SWARM_WORKERS", None)
         if a.buffer:
@@ -58,7 +63,7 @@ def main():
         if a.fifo:
             os.mkfifo(path)
             reader = threading.Thread(
-                target=lambda: received.append(open(path).read()))
+                target=lambda: received.append(open(path, "rb").read()))
             reader.start()
         cmd = (a.emulator.split() if a.emulator else []) + [a.workload, a.mode]
         r = subprocess.run(cmd, env=env, capture_output=True, text=True,
@@ -72,18 +77,44 @@ def main():
             reader.join(60)
             if not received:
                 fail("nothing came through the FIFO")
-            text = received[0]
+            data = received[0]
         else:
-            with open(path) as f:
-                text = f.read()
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as e:
-            fail(f"not JSON: {e}")
+            with open(path, "rb") as f:
+                data = f.read()
+        if a.perfetto:
+            doc = from_perfetto(a.perfetto, data, td, line, not a.fifo)
+        else:
+            try:
+                doc = json.loads(data)
+            except json.JSONDecodeError as e:
+                fail(f"not JSON: {e}")
         check(doc, stats, regular, a.buffer)
         if a.swarm_trace:
             check_tool(a.swarm_trace, path, td, regular)
     print("check_trace: ok")
+
+
+def from_perfetto(tool, data, td, line, bounded):
+    if data[:1] != b"\x0a" or data.lstrip()[:1] == b"{":
+        fail("not Perfetto's protobuf (a Trace starts with packet tag 0x0a)")
+    spawned = sum(s["spawned"] for s in line["workers"])
+    # each worker's sequence opens with about 750 bytes of clock, defaults,
+    # names and track: counted apart, so that many workers do not fail this
+    headers = 1024 * len(line["workers"])
+    per_thread = max(0, len(data) - headers) / max(1, spawned)
+    if bounded and per_thread > 40:  # a FIFO trace names every slice's thread
+        fail(f"{len(data)} bytes for {spawned} threads: {per_thread:.1f} per thread")
+    src, conv = os.path.join(td, "copy.pftrace"), os.path.join(td, "conv.json")
+    with open(src, "wb") as f:
+        f.write(data)
+    r = subprocess.run([sys.executable, tool, src, "--to-json", conv],
+                       capture_output=True, text=True, timeout=240)
+    if r.returncode != 0:
+        fail(f"swarm-trace --to-json exited {r.returncode}: {r.stderr}")
+    with open(conv) as f:
+        doc = json.load(f)
+    print(f"check_trace: protobuf {len(data)} bytes, {per_thread:.1f} per thread")
+    return doc
 
 
 def check(doc, stats, regular, buffer):

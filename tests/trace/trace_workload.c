@@ -107,7 +107,10 @@ static void *sleeper(void *arg) {
 
 /* A read of an empty pipe parks the reader until the writer's data comes
  * (an I/O park, readied by the poller). The reader runs first (work-first
- * spawn), so it finds the pipe empty. */
+ * spawn); the writer writes only once a thread waits in the I/O layer (its
+ * `waiting` hook), so the reader finds the pipe empty even when its kernel
+ * thread was descheduled for longer than the writer's sleep (seen at load
+ * 20 on 2 cores: a read that found the data and never parked). */
 static int io_pipe[2];
 static void *io_reader(void *arg) {
   (void)arg;
@@ -118,6 +121,13 @@ static void *io_reader(void *arg) {
 static void *io_writer(void *arg) {
   (void)arg;
   swarm_sleep_ns(2000000);
+  for (int i = 0; i < 10000; i++) { /* 10 s at most */
+    const struct swarm_io_hooks *io =
+        atomic_load_explicit(&swarm_io_hooks, memory_order_acquire);
+    if (io && io->waiting())
+      break;
+    swarm_sleep_ns(1000000);
+  }
   CHECK_EQ(swarm_write(io_pipe[1], "x", 1), 1);
   return NULL;
 }
