@@ -40,11 +40,20 @@ _Static_assert(sizeof(uint32_t) <= sizeof(pthread_condattr_t), "cattr");
 _Static_assert(sizeof(uint32_t) <= sizeof(pthread_rwlockattr_t), "rwattr");
 _Static_assert(sizeof(uint32_t) <= sizeof(pthread_barrierattr_t), "battr");
 
-#define M(m) ((swarm_mutex_t *)(void *)(m))
-#define C(c) ((swarm_cond_t *)(void *)(c))
-#define RW(r) ((swarm_rwlock_t *)(void *)(r))
-#define B(b) ((swarm_barrier_t *)(void *)(b))
-#define S(s) ((swarm_sem_t *)(void *)(s))
+/* The program's glibc-sized objects seen as the swarm objects inside them. */
+#define AS_MUTEX(m) ((swarm_mutex_t *)(void *)(m))
+#define AS_COND(c) ((swarm_cond_t *)(void *)(c))
+#define AS_RWLOCK(r) ((swarm_rwlock_t *)(void *)(r))
+#define AS_BARRIER(b) ((swarm_barrier_t *)(void *)(b))
+#define AS_SEM(s) ((swarm_sem_t *)(void *)(s))
+
+/* glibc's headers declare the object arguments nonnull, so a plain NULL
+ * test would be folded away; a program may still pass NULL (misuse that
+ * NPTL answers without a crash). The empty asm hides the value's origin. */
+static inline bool is_null(const void *p) {
+  __asm__("" : "+r"(p));
+  return p == NULL;
+}
 
 #define ATTR_SET 0x40000000u
 static inline uint32_t *attr_word(const void *a) {
@@ -59,7 +68,8 @@ DROPIN_API int pthread_mutexattr_init(pthread_mutexattr_t *a) {
   return 0;
 }
 DROPIN_API int pthread_mutexattr_destroy(pthread_mutexattr_t *a) {
-  *attr_word(a) = 0;
+  if (!is_null(a)) /* NULL: glibc touches nothing and answers 0 */
+    *attr_word(a) = 0;
   return 0;
 }
 DROPIN_API int pthread_mutexattr_settype(pthread_mutexattr_t *a, int type) {
@@ -120,27 +130,36 @@ DROPIN_API int pthread_mutex_init(pthread_mutex_t *m,
   if (type == PTHREAD_MUTEX_ADAPTIVE_NP)
     type = PTHREAD_MUTEX_NORMAL;
   memset(m, 0, sizeof *m);
-  return swarm_mutex_init(M(m), type);
+  return swarm_mutex_init(AS_MUTEX(m), type);
 }
 DROPIN_API int pthread_mutex_destroy(pthread_mutex_t *m) {
-  return swarm_mutex_destroy(M(m));
+  int e = swarm_mutex_destroy(AS_MUTEX(m));
+  if (!e) /* as glibc: a destroyed mutex answers EINVAL until re-initialised */
+    AS_MUTEX(m)->kind_ = -1;
+  return e;
 }
 DROPIN_API int pthread_mutex_lock(pthread_mutex_t *m) {
-  return swarm_mutex_lock(M(m));
+  return swarm_mutex_lock(AS_MUTEX(m));
 }
 DROPIN_API int pthread_mutex_trylock(pthread_mutex_t *m) {
-  return swarm_mutex_trylock(M(m));
+  return swarm_mutex_trylock(AS_MUTEX(m));
 }
 DROPIN_API int pthread_mutex_unlock(pthread_mutex_t *m) {
-  return swarm_mutex_unlock(M(m));
+  int e = swarm_mutex_unlock(AS_MUTEX(m));
+  /* NPTL answers 0 to unlocking a free normal (or adaptive) mutex. */
+  if (unlikely(e == EPERM) && !is_null(m) &&
+      (AS_MUTEX(m)->kind_ == SWARM_MUTEX_NORMAL ||
+       AS_MUTEX(m)->kind_ == PTHREAD_MUTEX_ADAPTIVE_NP))
+    return 0;
+  return e;
 }
 DROPIN_API int pthread_mutex_timedlock(pthread_mutex_t *m,
                                        const struct timespec *t) {
-  return swarm_mutex_timedlock(M(m), CLOCK_REALTIME, t);
+  return swarm_mutex_timedlock(AS_MUTEX(m), CLOCK_REALTIME, t);
 }
 DROPIN_API int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t c,
                                        const struct timespec *t) {
-  return swarm_mutex_timedlock(M(m), c, t);
+  return swarm_mutex_timedlock(AS_MUTEX(m), c, t);
 }
 DROPIN_API int pthread_mutex_consistent(pthread_mutex_t *m) {
   (void)m;
@@ -167,7 +186,8 @@ DROPIN_API int pthread_condattr_init(pthread_condattr_t *a) {
   return 0;
 }
 DROPIN_API int pthread_condattr_destroy(pthread_condattr_t *a) {
-  *attr_word(a) = 0;
+  if (!is_null(a)) /* NULL: glibc touches nothing and answers 0 */
+    *attr_word(a) = 0;
   return 0;
 }
 DROPIN_API int pthread_condattr_setclock(pthread_condattr_t *a, clockid_t c) {
@@ -197,17 +217,17 @@ DROPIN_API int pthread_condattr_getpshared(const pthread_condattr_t *a,
 DROPIN_API int pthread_cond_init(pthread_cond_t *c,
                                  const pthread_condattr_t *a) {
   memset(c, 0, sizeof *c);
-  return swarm_cond_init(C(c), a && (*attr_word(a) & 1) ? CLOCK_MONOTONIC
-                                                        : CLOCK_REALTIME);
+  return swarm_cond_init(AS_COND(c), a && (*attr_word(a) & 1) ? CLOCK_MONOTONIC
+                                                              : CLOCK_REALTIME);
 }
 DROPIN_API int pthread_cond_destroy(pthread_cond_t *c) {
-  return swarm_cond_destroy(C(c));
+  return swarm_cond_destroy(AS_COND(c));
 }
 DROPIN_API int pthread_cond_signal(pthread_cond_t *c) {
-  return swarm_cond_signal(C(c));
+  return swarm_cond_signal(AS_COND(c));
 }
 DROPIN_API int pthread_cond_broadcast(pthread_cond_t *c) {
-  return swarm_cond_broadcast(C(c));
+  return swarm_cond_broadcast(AS_COND(c));
 }
 
 /* A cancellation point: a cancelled waiter owns the mutex again when its
@@ -215,7 +235,7 @@ DROPIN_API int pthread_cond_broadcast(pthread_cond_t *c) {
 static int cond_wait(pthread_cond_t *c, pthread_mutex_t *m, int clock,
                      const struct timespec *t) {
   dropin_testcancel();
-  int e = sync_cond_wait_x(C(c), M(m), clock, t, true);
+  int e = sync_cond_wait_x(AS_COND(c), AS_MUTEX(m), clock, t, true);
   if (e == ECANCELED)
     dropin_act_cancel();
   return e;
@@ -225,7 +245,7 @@ DROPIN_API int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {
 }
 DROPIN_API int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
                                       const struct timespec *t) {
-  return cond_wait(c, m, C(c)->clock_, t);
+  return cond_wait(c, m, AS_COND(c)->clock_, t);
 }
 DROPIN_API int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
                                       clockid_t clock,
@@ -241,7 +261,8 @@ DROPIN_API int pthread_rwlockattr_init(pthread_rwlockattr_t *a) {
   return 0;
 }
 DROPIN_API int pthread_rwlockattr_destroy(pthread_rwlockattr_t *a) {
-  *attr_word(a) = 0;
+  if (!is_null(a)) /* NULL: glibc touches nothing and answers 0 */
+    *attr_word(a) = 0;
   return 0;
 }
 DROPIN_API int pthread_rwlockattr_setkind_np(pthread_rwlockattr_t *a,
@@ -279,41 +300,41 @@ DROPIN_API int pthread_rwlock_init(pthread_rwlock_t *rw,
           ? SWARM_RWLOCK_PREFER_WRITER
           : SWARM_RWLOCK_PREFER_READER;
   memset(rw, 0, sizeof *rw);
-  return swarm_rwlock_init(RW(rw), kind);
+  return swarm_rwlock_init(AS_RWLOCK(rw), kind);
 }
 DROPIN_API int pthread_rwlock_destroy(pthread_rwlock_t *rw) {
-  return swarm_rwlock_destroy(RW(rw));
+  return swarm_rwlock_destroy(AS_RWLOCK(rw));
 }
 DROPIN_API int pthread_rwlock_rdlock(pthread_rwlock_t *rw) {
-  return swarm_rwlock_rdlock(RW(rw));
+  return swarm_rwlock_rdlock(AS_RWLOCK(rw));
 }
 DROPIN_API int pthread_rwlock_tryrdlock(pthread_rwlock_t *rw) {
-  return swarm_rwlock_tryrdlock(RW(rw));
+  return swarm_rwlock_tryrdlock(AS_RWLOCK(rw));
 }
 DROPIN_API int pthread_rwlock_timedrdlock(pthread_rwlock_t *rw,
                                           const struct timespec *t) {
-  return swarm_rwlock_timedrdlock(RW(rw), CLOCK_REALTIME, t);
+  return swarm_rwlock_timedrdlock(AS_RWLOCK(rw), CLOCK_REALTIME, t);
 }
 DROPIN_API int pthread_rwlock_clockrdlock(pthread_rwlock_t *rw, clockid_t c,
                                           const struct timespec *t) {
-  return swarm_rwlock_timedrdlock(RW(rw), c, t);
+  return swarm_rwlock_timedrdlock(AS_RWLOCK(rw), c, t);
 }
 DROPIN_API int pthread_rwlock_wrlock(pthread_rwlock_t *rw) {
-  return swarm_rwlock_wrlock(RW(rw));
+  return swarm_rwlock_wrlock(AS_RWLOCK(rw));
 }
 DROPIN_API int pthread_rwlock_trywrlock(pthread_rwlock_t *rw) {
-  return swarm_rwlock_trywrlock(RW(rw));
+  return swarm_rwlock_trywrlock(AS_RWLOCK(rw));
 }
 DROPIN_API int pthread_rwlock_timedwrlock(pthread_rwlock_t *rw,
                                           const struct timespec *t) {
-  return swarm_rwlock_timedwrlock(RW(rw), CLOCK_REALTIME, t);
+  return swarm_rwlock_timedwrlock(AS_RWLOCK(rw), CLOCK_REALTIME, t);
 }
 DROPIN_API int pthread_rwlock_clockwrlock(pthread_rwlock_t *rw, clockid_t c,
                                           const struct timespec *t) {
-  return swarm_rwlock_timedwrlock(RW(rw), c, t);
+  return swarm_rwlock_timedwrlock(AS_RWLOCK(rw), c, t);
 }
 DROPIN_API int pthread_rwlock_unlock(pthread_rwlock_t *rw) {
-  return swarm_rwlock_unlock(RW(rw));
+  return swarm_rwlock_unlock(AS_RWLOCK(rw));
 }
 
 /* ---- barriers ---- */
@@ -324,7 +345,8 @@ DROPIN_API int pthread_barrierattr_init(pthread_barrierattr_t *a) {
   return 0;
 }
 DROPIN_API int pthread_barrierattr_destroy(pthread_barrierattr_t *a) {
-  *attr_word(a) = 0;
+  if (!is_null(a)) /* NULL: glibc touches nothing and answers 0 */
+    *attr_word(a) = 0;
   return 0;
 }
 DROPIN_API int pthread_barrierattr_setpshared(pthread_barrierattr_t *a,
@@ -345,13 +367,13 @@ DROPIN_API int pthread_barrier_init(pthread_barrier_t *b,
                                     unsigned count) {
   (void)a;
   memset(b, 0, sizeof *b);
-  return swarm_barrier_init(B(b), count);
+  return swarm_barrier_init(AS_BARRIER(b), count);
 }
 DROPIN_API int pthread_barrier_destroy(pthread_barrier_t *b) {
-  return swarm_barrier_destroy(B(b));
+  return swarm_barrier_destroy(AS_BARRIER(b));
 }
 DROPIN_API int pthread_barrier_wait(pthread_barrier_t *b) {
-  return swarm_barrier_wait(B(b)); /* SERIAL is -1 in both */
+  return swarm_barrier_wait(AS_BARRIER(b)); /* SERIAL is -1 in both */
 }
 
 /* ---- spinlocks: a test-and-set word; a waiter yields its worker so a
@@ -440,18 +462,18 @@ DROPIN_API int sem_init(sem_t *s, int pshared, unsigned value) {
   if (value > SEM_VALUE_MAX)
     return dropin_fail(EINVAL);
   memset(s, 0, sizeof *s);
-  int e = swarm_sem_init(S(s), value);
+  int e = swarm_sem_init(AS_SEM(s), value);
   return e ? dropin_fail(e) : 0;
 }
 DROPIN_API int sem_destroy(sem_t *s) {
   if (!sync_sem_is_ours(s))
     return libc_sem_destroy(s);
-  int e = swarm_sem_destroy(S(s));
+  int e = swarm_sem_destroy(AS_SEM(s));
   return e ? dropin_fail(e) : 0;
 }
 static int sem_wait_common(sem_t *s, uint64_t deadline) {
   dropin_testcancel();
-  int e = sync_sem_wait_x(S(s), deadline, true);
+  int e = sync_sem_wait_x(AS_SEM(s), deadline, true);
   if (e == ECANCELED)
     dropin_act_cancel();
   return e ? dropin_fail(e) : 0;
@@ -464,11 +486,11 @@ DROPIN_API int sem_wait(sem_t *s) {
 DROPIN_API int sem_trywait(sem_t *s) {
   if (!sync_sem_is_ours(s))
     return libc_sem_trywait(s);
-  int e = swarm_sem_trywait(S(s));
+  int e = swarm_sem_trywait(AS_SEM(s));
   return e ? dropin_fail(e) : 0;
 }
 static int sem_timed(sem_t *s, int clock, const struct timespec *t) {
-  if (swarm_sem_trywait(S(s)) == 0)
+  if (swarm_sem_trywait(AS_SEM(s)) == 0)
     return 0;
   uint64_t deadline;
   bool expired;
@@ -494,12 +516,12 @@ DROPIN_API int sem_clockwait(sem_t *s, clockid_t c, const struct timespec *t) {
 DROPIN_API int sem_post(sem_t *s) {
   if (!sync_sem_is_ours(s))
     return libc_sem_post(s);
-  int e = swarm_sem_post(S(s));
+  int e = swarm_sem_post(AS_SEM(s));
   return e ? dropin_fail(e) : 0;
 }
 DROPIN_API int sem_getvalue(sem_t *s, int *v) {
   if (!sync_sem_is_ours(s))
     return libc_sem_getvalue(s, v);
-  int e = swarm_sem_getvalue(S(s), v);
+  int e = swarm_sem_getvalue(AS_SEM(s), v);
   return e ? dropin_fail(e) : 0;
 }

@@ -63,6 +63,15 @@ struct dropin_thread *dropin_lookup(pthread_t t) {
   return r;
 }
 
+/* ESRCH for a handle never known, EINVAL for one whose thread ended
+ * detached or was joined already (join and detach only). */
+static int stale_handle_error(pthread_t t) {
+  const struct dropin_thread *r = (const struct dropin_thread *)t;
+  if (r && !((uintptr_t)r & 7) && r->magic == DROPIN_MAGIC_ENDED)
+    return EINVAL;
+  return ESRCH;
+}
+
 /* Free records, cached per worker so that create + join does not pay
  * malloc and free (a third of their cost). The cache is the worker's
  * kernel thread's TLS, touched only inside these two noinline functions,
@@ -86,7 +95,7 @@ static __attribute__((noinline)) struct dropin_thread *record_cache_take(void) {
 }
 
 static __attribute__((noinline)) void record_free(struct dropin_thread *r) {
-  r->magic = 0;
+  r->magic = DROPIN_MAGIC_ENDED;
   if (worker_current() && record_cache_count < RECORD_CACHE_MAX) {
     r->cache_next = record_cache;
     record_cache = r;
@@ -372,7 +381,7 @@ static int join_common(pthread_t t, void **ret, bool try, int clock,
                        const struct timespec *abstime) {
   struct dropin_thread *r = dropin_lookup(t);
   if (!r)
-    return ESRCH;
+    return stale_handle_error(t);
   struct dropin_thread *self = dropin_self();
   if (r == self)
     return EDEADLK;
@@ -444,7 +453,7 @@ DROPIN_API int pthread_clockjoin_np(pthread_t t, void **ret, clockid_t clock,
 DROPIN_API int pthread_detach(pthread_t t) {
   struct dropin_thread *r = dropin_lookup(t);
   if (!r)
-    return ESRCH;
+    return stale_handle_error(t);
   sync_spin_lock(&r->done.lock);
   if (r->detached || r->joiner) {
     sync_spin_unlock(&r->done.lock);
@@ -513,7 +522,7 @@ DROPIN_API int pthread_getname_np(pthread_t t, char *buf, size_t len) {
   if (!r)
     return ESRCH;
   size_t n = strnlen(r->name, sizeof r->name);
-  if (len < n + 1)
+  if (len < sizeof r->name || len < n + 1) /* NPTL: at least 16 bytes */
     return ERANGE;
   memcpy(buf, r->name, n);
   buf[n] = 0;
