@@ -164,6 +164,14 @@ static uint32_t robust_identity(void) {
   uint32_t tid = __atomic_load_n(&robust.tid, __ATOMIC_ACQUIRE);
   if (robust.pid == pid && tid)
     return tid;
+  /* The first caller in a fork child frees the lock a thread of the parent
+   * may have held at the fork. (A second thread of the child that takes it
+   * between this one's exchange and store would lose it: only at the
+   * child's very first robust lock, by two threads at once.) */
+  static pid_t lock_reset_by;
+  pid_t before = __atomic_exchange_n(&lock_reset_by, pid, __ATOMIC_ACQ_REL);
+  if (before != 0 && before != pid)
+    __atomic_store_n(&robust.lock, 0, __ATOMIC_RELEASE);
   sync_spin_lock(&robust.lock);
   if (robust.pid != pid) { /* first use, or a child of fork */
     robust.pid = pid;
