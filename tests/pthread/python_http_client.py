@@ -1,13 +1,16 @@
-# The client side of python_http.sh: THREADS threads make REQUESTS GET
-# requests in all to 127.0.0.1:PORT, each on a new connection, and check
+# The client side of python_http.sh and privoxy.sh: THREADS threads make
+# REQUESTS GET requests in all to 127.0.0.1:PORT, each on a new connection,
+# directly or through the HTTP proxy at 127.0.0.1:PROXY_PORT, and check
 # every status and body. Prints "requests N failures F" and exits 1 on any
 # failure.
+# Usage: python_http_client.py PORT REQUESTS THREADS [PROXY_PORT]
 import hashlib
 import http.client
 import sys
 import threading
 
 port, total, nthreads = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+proxy = int(sys.argv[4]) if len(sys.argv) > 4 else 0
 
 
 def body_for(n):
@@ -21,8 +24,12 @@ lock = threading.Lock()
 def run(k):
     for n in range(k, total, nthreads):
         try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-            c.request("GET", "/%d" % n)
+            if proxy:
+                c = http.client.HTTPConnection("127.0.0.1", proxy, timeout=30)
+                c.request("GET", "http://127.0.0.1:%d/%d" % (port, n))
+            else:
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                c.request("GET", "/%d" % n)
             r = c.getresponse()
             got = r.read().decode()
             c.close()
