@@ -301,16 +301,22 @@ static inline bool futex_cond(const pthread_cond_t *c) {
 DROPIN_API int pthread_cond_destroy(pthread_cond_t *c) {
   if (futex_cond(c))
     return psh_cond_destroy(c);
+  if (!is_null(c) && psh_private_cond_waited(c))
+    return EBUSY;
   return swarm_cond_destroy(AS_COND(c));
 }
 DROPIN_API int pthread_cond_signal(pthread_cond_t *c) {
   if (unlikely(futex_cond(c)))
     return psh_cond_wake(c, false);
+  if (unlikely(!is_null(c) && psh_private_cond_waited(c)))
+    psh_private_cond_wake(c, false); /* and one swarm waiter, if any */
   return swarm_cond_signal(AS_COND(c));
 }
 DROPIN_API int pthread_cond_broadcast(pthread_cond_t *c) {
   if (unlikely(futex_cond(c)))
     return psh_cond_wake(c, true);
+  if (unlikely(!is_null(c) && psh_private_cond_waited(c)))
+    psh_private_cond_wake(c, true);
   return swarm_cond_broadcast(AS_COND(c));
 }
 
@@ -318,7 +324,10 @@ DROPIN_API int pthread_cond_broadcast(pthread_cond_t *c) {
  * cleanup handlers run, as POSIX requires. */
 static int cond_wait(pthread_cond_t *c, pthread_mutex_t *m, int clock,
                      const struct timespec *t) {
-  if (unlikely(futex_cond(c))) {
+  bool shared = futex_cond(c);
+  if (unlikely(shared || futex_mutex(m))) {
+    /* a futex-word condition variable, or a swarm one with a futex-word
+     * mutex (whose release swarm's queue cannot make atomic) */
     uint64_t deadline = 0;
     bool expired = false;
     if (t) {
@@ -328,10 +337,9 @@ static int cond_wait(pthread_cond_t *c, pthread_mutex_t *m, int clock,
       if (expired)
         deadline = 1; /* long past: one look, then ETIMEDOUT */
     }
-    return psh_cond_wait(c, m, deadline);
+    return shared ? psh_cond_wait(c, m, deadline)
+                  : psh_private_cond_wait(c, m, deadline);
   }
-  if (unlikely(futex_mutex(m)))
-    return EINVAL; /* swarm's condition variables need swarm's mutexes */
   dropin_testcancel();
   int e = sync_cond_wait_x(AS_COND(c), AS_MUTEX(m), clock, t, true);
   if (e == ECANCELED)

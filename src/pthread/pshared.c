@@ -469,37 +469,65 @@ int psh_cond_destroy(pthread_cond_t *c) {
 int psh_cond_clock(const pthread_cond_t *c) {
   return pc(c)->clock;
 }
-int psh_cond_wake(pthread_cond_t *c, bool all) {
-  struct psh_cond *k = pc(c);
-  __atomic_fetch_add(&k->seq, 1, __ATOMIC_RELEASE);
-  if (__atomic_load_n(&k->waiters, __ATOMIC_ACQUIRE))
-    futex_wake_shared(&k->seq, all ? INT_MAX : 1);
-  return 0;
+/* The sequence-and-waiters protocol, on a psh_cond's words or on the
+ * reserved words of a swarm condition variable (psh_private_cond_*). A
+ * waiter counts itself and reads the sequence before it unlocks the mutex;
+ * a waker bumps the sequence, then wakes if anyone counted itself. */
+static void words_wake(uint32_t *seq, uint32_t *waiters, bool all) {
+  __atomic_fetch_add(seq, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(waiters, __ATOMIC_SEQ_CST))
+    futex_wake_shared(seq, all ? INT_MAX : 1);
 }
 
-int psh_cond_wait(pthread_cond_t *c, pthread_mutex_t *mx, uint64_t deadline) {
-  struct psh_cond *k = pc(c);
+static int words_wait(uint32_t *seqw, uint32_t *waiters, pthread_mutex_t *mx,
+                      uint64_t deadline) {
   dropin_testcancel();
-  uint32_t seq = __atomic_load_n(&k->seq, __ATOMIC_ACQUIRE);
-  __atomic_fetch_add(&k->waiters, 1, __ATOMIC_ACQ_REL);
+  __atomic_fetch_add(waiters, 1, __ATOMIC_SEQ_CST);
+  uint32_t seq = __atomic_load_n(seqw, __ATOMIC_SEQ_CST);
   int e = pthread_mutex_unlock(mx);
   if (e) {
-    __atomic_fetch_sub(&k->waiters, 1, __ATOMIC_RELEASE);
+    __atomic_fetch_sub(waiters, 1, __ATOMIC_RELEASE);
     return e;
   }
   struct psh_waiting pw = {0};
   bool cancel = false;
-  while (__atomic_load_n(&k->seq, __ATOMIC_ACQUIRE) == seq) {
+  while (__atomic_load_n(seqw, __ATOMIC_ACQUIRE) == seq) {
     if ((cancel = cancel_requested()))
       break;
-    if ((e = psh_wait(&pw, &k->seq, seq, deadline)))
+    if ((e = psh_wait(&pw, seqw, seq, deadline)))
       break;
   }
-  __atomic_fetch_sub(&k->waiters, 1, __ATOMIC_RELEASE);
+  __atomic_fetch_sub(waiters, 1, __ATOMIC_RELEASE);
   int r = pthread_mutex_lock(mx); /* held again, whatever happened */
   if (cancel)
     dropin_act_cancel(); /* with the mutex held, as POSIX wants */
   return r == EOWNERDEAD ? r : e;
+}
+
+int psh_cond_wake(pthread_cond_t *c, bool all) {
+  words_wake(&pc(c)->seq, &pc(c)->waiters, all);
+  return 0;
+}
+int psh_cond_wait(pthread_cond_t *c, pthread_mutex_t *mx, uint64_t deadline) {
+  return words_wait(&pc(c)->seq, &pc(c)->waiters, mx, deadline);
+}
+
+/* A swarm condition variable waited on with a futex-word mutex: swarm's
+ * waiter queue cannot release that mutex atomically with queueing, so such
+ * waiters use the protocol above on two words of the object that swarm
+ * keeps zero (reserved_[0]); its signal and broadcast wake them too. */
+static inline uint32_t *private_seq(pthread_cond_t *c) {
+  return (uint32_t *)(void *)&((swarm_cond_t *)(void *)c)->reserved_[0];
+}
+bool psh_private_cond_waited(pthread_cond_t *c) {
+  return __atomic_load_n(private_seq(c) + 1, __ATOMIC_SEQ_CST) != 0;
+}
+void psh_private_cond_wake(pthread_cond_t *c, bool all) {
+  words_wake(private_seq(c), private_seq(c) + 1, all);
+}
+int psh_private_cond_wait(pthread_cond_t *c, pthread_mutex_t *mx,
+                          uint64_t deadline) {
+  return words_wait(private_seq(c), private_seq(c) + 1, mx, deadline);
 }
 
 /* ---- rwlocks: state = readers | RW_WRITER; prefers readers, as NPTL's

@@ -47,6 +47,12 @@ int psh_cond_wake(pthread_cond_t *c, bool all);
 int psh_cond_clock(const pthread_cond_t *c);
 /* A cancellation point; the mutex is any of the drop-in's. */
 int psh_cond_wait(pthread_cond_t *c, pthread_mutex_t *m, uint64_t deadline);
+/* A process-private (swarm) condition variable waited on with a futex-word
+ * mutex; its signal and broadcast must also wake these waiters. */
+int psh_private_cond_wait(pthread_cond_t *c, pthread_mutex_t *m,
+                          uint64_t deadline);
+bool psh_private_cond_waited(pthread_cond_t *c);
+void psh_private_cond_wake(pthread_cond_t *c, bool all);
 
 bool psh_rwlock_is_ours(const pthread_rwlock_t *rw);
 int psh_rwlock_init(pthread_rwlock_t *rw);

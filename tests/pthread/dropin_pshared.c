@@ -4,14 +4,16 @@
  * one process and between processes through shared memory; a robust mutex
  * whose owner process dies, or whose owner thread ends, gives EOWNERDEAD
  * to the next locker, and ENOTRECOVERABLE once unlocked without
- * pthread_mutex_consistent. Attributes report back what was set. Passes
- * with NPTL alone too. */
+ * pthread_mutex_consistent. A process-private condition variable works
+ * with such a mutex too. Attributes report back what was set. Passes with
+ * NPTL alone too. */
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdbool.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dropin_check.h"
@@ -253,6 +255,51 @@ static void owner_thread_ends(void) {
   CHECK_EQ(pthread_mutex_destroy(&private_robust), 0);
 }
 
+/* A process-private condition variable with a robust (futex-word) mutex:
+ * turns passed by broadcast and by signal, and a timed wait that times
+ * out holding the mutex. */
+static pthread_mutex_t turn_m;
+static pthread_cond_t turn_c = PTHREAD_COND_INITIALIZER;
+static int turn, served;
+static void *take_turns(void *arg) {
+  int me = (int)(long)arg;
+  for (int round = 0; round < 50; round++) {
+    CHECK_EQ(pthread_mutex_lock(&turn_m), 0);
+    while (turn != round * 4 + me)
+      CHECK_EQ(pthread_cond_wait(&turn_c, &turn_m), 0);
+    turn++;
+    served++;
+    CHECK_EQ(pthread_cond_broadcast(&turn_c), 0);
+    CHECK_EQ(pthread_mutex_unlock(&turn_m), 0);
+  }
+  return NULL;
+}
+static void private_cond_with_futex_mutex(void) {
+  pthread_mutexattr_t ma;
+  pthread_mutexattr_init(&ma);
+  CHECK_EQ(pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST), 0);
+  CHECK_EQ(pthread_mutex_init(&turn_m, &ma), 0);
+  pthread_mutexattr_destroy(&ma);
+  pthread_t t[4];
+  for (long i = 0; i < 4; i++)
+    CHECK_EQ(pthread_create(&t[i], NULL, take_turns, (void *)i), 0);
+  for (int i = 0; i < 4; i++)
+    CHECK_EQ(pthread_join(t[i], NULL), 0);
+  CHECK_EQ(served, 200);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_nsec += 2000000;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  CHECK_EQ(pthread_mutex_lock(&turn_m), 0);
+  CHECK_EQ(pthread_cond_timedwait(&turn_c, &turn_m, &ts), ETIMEDOUT);
+  CHECK_EQ(pthread_mutex_unlock(&turn_m), 0); /* held again after it */
+  CHECK_EQ(pthread_cond_destroy(&turn_c), 0);
+  CHECK_EQ(pthread_mutex_destroy(&turn_m), 0);
+}
+
 int main(void) {
   report_on_swarm();
   attributes();
@@ -262,6 +309,7 @@ int main(void) {
   owner_process_dies(true);
   owner_thread_ends();
   owner_process_dies(false);
+  private_cond_with_futex_mutex();
   CHECK_EQ(pthread_cond_destroy(&sh->c), 0);
   CHECK_EQ(pthread_rwlock_destroy(&sh->rw), 0);
   CHECK_EQ(pthread_barrier_destroy(&sh->b), 0);
