@@ -52,7 +52,7 @@ _Static_assert(sizeof(uint32_t) <= sizeof(pthread_barrierattr_t), "battr");
 /* glibc's headers declare the object arguments nonnull, so a plain NULL
  * test would be folded away; a program may still pass NULL (misuse that
  * NPTL answers without a crash). The empty asm hides the value's origin. */
-static inline bool is_null(const void *p) {
+static inline bool is_null(const volatile void *p) {
   __asm__("" : "+r"(p));
   return p == NULL;
 }
@@ -78,6 +78,8 @@ static inline void mattr_set(pthread_mutexattr_t *a, uint32_t mask,
 }
 
 DROPIN_API int pthread_mutexattr_init(pthread_mutexattr_t *a) {
+  if (is_null(a)) /* NPTL would crash */
+    return EINVAL;
   memset(a, 0, sizeof *a);
   *attr_word(a) = ATTR_SET | PTHREAD_MUTEX_DEFAULT;
   return 0;
@@ -170,6 +172,8 @@ static inline bool futex_mutex(const pthread_mutex_t *m) {
 
 DROPIN_API int pthread_mutex_init(pthread_mutex_t *m,
                                   const pthread_mutexattr_t *a) {
+  if (is_null(m)) /* NPTL would crash */
+    return EINVAL;
   int kind = a ? mattr_kind(a) : PTHREAD_MUTEX_NORMAL;
   if (kind & PSH_KIND_FUTEX)
     return psh_mutex_init(
@@ -252,6 +256,8 @@ DROPIN_API int pthread_mutex_setprioceiling(pthread_mutex_t *m, int c,
 #define CATTR_PSHARED 2u
 
 DROPIN_API int pthread_condattr_init(pthread_condattr_t *a) {
+  if (is_null(a)) /* NPTL would crash */
+    return EINVAL;
   memset(a, 0, sizeof *a);
   *attr_word(a) = ATTR_SET;
   return 0;
@@ -289,6 +295,8 @@ DROPIN_API int pthread_condattr_getpshared(const pthread_condattr_t *a,
 
 DROPIN_API int pthread_cond_init(pthread_cond_t *c,
                                  const pthread_condattr_t *a) {
+  if (is_null(c)) /* NPTL would crash */
+    return EINVAL;
   clockid_t clock = a && (*attr_word(a) & 1) ? CLOCK_MONOTONIC : CLOCK_REALTIME;
   if (a && (*attr_word(a) & CATTR_PSHARED))
     return psh_cond_init(c, clock);
@@ -366,6 +374,8 @@ DROPIN_API int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
 #define RWATTR_PSHARED 0x10u
 
 DROPIN_API int pthread_rwlockattr_init(pthread_rwlockattr_t *a) {
+  if (is_null(a)) /* NPTL would crash */
+    return EINVAL;
   memset(a, 0, sizeof *a);
   *attr_word(a) = ATTR_SET | PTHREAD_RWLOCK_PREFER_READER_NP;
   return 0;
@@ -405,6 +415,8 @@ DROPIN_API int pthread_rwlockattr_getpshared(const pthread_rwlockattr_t *a,
 
 DROPIN_API int pthread_rwlock_init(pthread_rwlock_t *rw,
                                    const pthread_rwlockattr_t *a) {
+  if (is_null(rw)) /* NPTL would crash */
+    return EINVAL;
   if (a && (*attr_word(a) & RWATTR_PSHARED))
     return psh_rwlock_init(rw);
   /* glibc's PREFER_WRITER_NP behaves as PREFER_READER; so does ours. */
@@ -491,6 +503,8 @@ DROPIN_API int pthread_rwlock_unlock(pthread_rwlock_t *rw) {
 /* ---- barriers: pshared in bit 0 (a futex-word one, pshared.c) ---- */
 
 DROPIN_API int pthread_barrierattr_init(pthread_barrierattr_t *a) {
+  if (is_null(a)) /* NPTL would crash */
+    return EINVAL;
   memset(a, 0, sizeof *a);
   *attr_word(a) = ATTR_SET;
   return 0;
@@ -515,6 +529,8 @@ DROPIN_API int pthread_barrierattr_getpshared(const pthread_barrierattr_t *a,
 DROPIN_API int pthread_barrier_init(pthread_barrier_t *b,
                                     const pthread_barrierattr_t *a,
                                     unsigned count) {
+  if (is_null(b)) /* NPTL would crash */
+    return EINVAL;
   if (a && (*attr_word(a) & 1))
     return psh_barrier_init(b, count);
   memset(b, 0, sizeof *b);
@@ -538,16 +554,22 @@ DROPIN_API int pthread_barrier_wait(pthread_barrier_t *b) {
  * holder queued on the same worker can run and let go ---- */
 
 DROPIN_API int pthread_spin_init(pthread_spinlock_t *l, int pshared) {
+  if (is_null(l)) /* NPTL would crash */
+    return EINVAL;
   if (pshared != PTHREAD_PROCESS_PRIVATE && pshared != PTHREAD_PROCESS_SHARED)
     return EINVAL;
   __atomic_store_n(l, 0, __ATOMIC_RELEASE);
   return 0;
 }
 DROPIN_API int pthread_spin_destroy(pthread_spinlock_t *l) {
+  if (is_null(l)) /* NPTL would crash */
+    return EINVAL;
   (void)l;
   return 0;
 }
 DROPIN_API int pthread_spin_lock(pthread_spinlock_t *l) {
+  if (is_null(l)) /* NPTL would crash */
+    return EINVAL;
   unsigned spins = 0;
   while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) {
     while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
@@ -560,9 +582,13 @@ DROPIN_API int pthread_spin_lock(pthread_spinlock_t *l) {
   return 0;
 }
 DROPIN_API int pthread_spin_trylock(pthread_spinlock_t *l) {
+  if (is_null(l)) /* NPTL would crash */
+    return EINVAL;
   return __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE) ? EBUSY : 0;
 }
 DROPIN_API int pthread_spin_unlock(pthread_spinlock_t *l) {
+  if (is_null(l)) /* NPTL would crash */
+    return EINVAL;
   __atomic_store_n(l, 0, __ATOMIC_RELEASE);
   return 0;
 }
@@ -570,6 +596,8 @@ DROPIN_API int pthread_spin_unlock(pthread_spinlock_t *l) {
 /* ---- keys ---- */
 
 DROPIN_API int pthread_key_create(pthread_key_t *k, void (*d)(void *)) {
+  if (is_null(k)) /* NPTL would crash */
+    return EINVAL;
   swarm_key_t key;
   int e = swarm_key_create(&key, d);
   if (!e)
@@ -599,6 +627,8 @@ extern int dropin_sigsetjmp(void *env, int savemask) __asm__("__sigsetjmp")
     __attribute__((returns_twice));
 
 DROPIN_API int pthread_once(pthread_once_t *o, void (*fn)(void)) {
+  if (is_null(o)) /* NPTL would crash */
+    return EINVAL;
   if (__atomic_load_n(o, __ATOMIC_ACQUIRE) == 2)
     return 0;
   __pthread_unwind_buf_t buf;
@@ -615,6 +645,8 @@ DROPIN_API int pthread_once(pthread_once_t *o, void (*fn)(void)) {
 /* ---- POSIX unnamed semaphores (return -1 and set errno) ---- */
 
 DROPIN_API int sem_init(sem_t *s, int pshared, unsigned value) {
+  if (is_null(s))
+    return dropin_fail(EINVAL);
   if (pshared)
     return libc_sem_init(s, pshared, value);
   if (value > SEM_VALUE_MAX)
@@ -624,6 +656,8 @@ DROPIN_API int sem_init(sem_t *s, int pshared, unsigned value) {
   return e ? dropin_fail(e) : 0;
 }
 DROPIN_API int sem_destroy(sem_t *s) {
+  if (is_null(s))
+    return dropin_fail(EINVAL);
   if (!sync_sem_is_ours(s))
     return libc_sem_destroy(s);
   int e = swarm_sem_destroy(AS_SEM(s));
@@ -657,11 +691,15 @@ static int nptl_sem_wait(sem_t *s, clockid_t clock, const struct timespec *t) {
   return psh_sem_wait(s, deadline, t != NULL);
 }
 DROPIN_API int sem_wait(sem_t *s) {
+  if (is_null(s))
+    return dropin_fail(EINVAL);
   if (!sync_sem_is_ours(s))
     return nptl_sem_wait(s, CLOCK_REALTIME, NULL);
   return sem_wait_common(s, 0);
 }
 DROPIN_API int sem_trywait(sem_t *s) {
+  if (is_null(s))
+    return dropin_fail(EINVAL);
   if (!sync_sem_is_ours(s))
     return libc_sem_trywait(s);
   int e = swarm_sem_trywait(AS_SEM(s));
@@ -682,22 +720,30 @@ static int sem_timed(sem_t *s, int clock, const struct timespec *t) {
   return sem_wait_common(s, deadline);
 }
 DROPIN_API int sem_timedwait(sem_t *s, const struct timespec *t) {
+  if (is_null(s))
+    return dropin_fail(EINVAL);
   if (!sync_sem_is_ours(s))
     return nptl_sem_wait(s, CLOCK_REALTIME, t);
   return sem_timed(s, CLOCK_REALTIME, t);
 }
 DROPIN_API int sem_clockwait(sem_t *s, clockid_t c, const struct timespec *t) {
+  if (is_null(s))
+    return dropin_fail(EINVAL);
   if (!sync_sem_is_ours(s))
     return nptl_sem_wait(s, c, t);
   return sem_timed(s, c, t);
 }
 DROPIN_API int sem_post(sem_t *s) {
+  if (is_null(s))
+    return dropin_fail(EINVAL);
   if (!sync_sem_is_ours(s))
     return libc_sem_post(s);
   int e = swarm_sem_post(AS_SEM(s));
   return e ? dropin_fail(e) : 0;
 }
 DROPIN_API int sem_getvalue(sem_t *s, int *v) {
+  if (is_null(s) || is_null(v))
+    return dropin_fail(EINVAL);
   if (!sync_sem_is_ours(s))
     return libc_sem_getvalue(s, v);
   int e = swarm_sem_getvalue(AS_SEM(s), v);
