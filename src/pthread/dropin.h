@@ -28,6 +28,10 @@
 #include "sync/sync.h"
 
 #define DROPIN_MAGIC 0x7d5a11edu
+/* A record whose thread ended detached or was joined: its pthread_t is
+ * stale; join and detach answer EINVAL for it (as NPTL, whose descriptor
+ * outlives the thread), other calls ESRCH. */
+#define DROPIN_MAGIC_ENDED 0x7d5a11e0u
 
 struct dropin_thread {
   uint32_t magic;

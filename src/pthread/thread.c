@@ -52,6 +52,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/sched.h"
 #include "pthread/dropin.h"
 
 /* ---- records ---- */
@@ -61,6 +62,15 @@ struct dropin_thread *dropin_lookup(pthread_t t) {
   if (!r || ((uintptr_t)r & 7) || r->magic != DROPIN_MAGIC)
     return NULL;
   return r;
+}
+
+/* ESRCH for a handle never known, EINVAL for one whose thread ended
+ * detached or was joined already (join and detach only). */
+static int stale_handle_error(pthread_t t) {
+  const struct dropin_thread *r = (const struct dropin_thread *)t;
+  if (r && !((uintptr_t)r & 7) && r->magic == DROPIN_MAGIC_ENDED)
+    return EINVAL;
+  return ESRCH;
 }
 
 /* Free records, cached per worker so that create + join does not pay
@@ -86,7 +96,7 @@ static __attribute__((noinline)) struct dropin_thread *record_cache_take(void) {
 }
 
 static __attribute__((noinline)) void record_free(struct dropin_thread *r) {
-  r->magic = 0;
+  r->magic = DROPIN_MAGIC_ENDED;
   if (worker_current() && record_cache_count < RECORD_CACHE_MAX) {
     r->cache_next = record_cache;
     record_cache = r;
@@ -317,6 +327,8 @@ static void *trampoline(void *arg) {
   finish(r, value);
 }
 
+static int sched_check(int policy, int prio);
+
 DROPIN_API int pthread_create(pthread_t *out, const pthread_attr_t *attr,
                               void *(*fn)(void *), void *arg) {
   dropin_ensure_runtime();
@@ -333,9 +345,21 @@ DROPIN_API int pthread_create(pthread_t *out, const pthread_attr_t *attr,
     else if (stack > ((size_t)1 << 30))
       return EINVAL;
   }
+  /* Scheduling: the creator's unless the attribute says explicit. */
+  struct dropin_thread *self = dropin_self();
+  int policy = self->sched_policy, inherit = PTHREAD_INHERIT_SCHED;
+  struct sched_param param = self->sched_param;
+  if (attr && !pthread_attr_getinheritsched(attr, &inherit) &&
+      inherit == PTHREAD_EXPLICIT_SCHED &&
+      (pthread_attr_getschedpolicy(attr, &policy) ||
+       pthread_attr_getschedparam(attr, &param) ||
+       sched_check(policy, param.sched_priority)))
+    return EINVAL;
   struct dropin_thread *r = record_new();
   if (!r)
     return EAGAIN;
+  r->sched_policy = policy;
+  r->sched_param = param;
   r->fn = fn;
   r->arg = arg;
   r->created = true;
@@ -372,7 +396,7 @@ static int join_common(pthread_t t, void **ret, bool try, int clock,
                        const struct timespec *abstime) {
   struct dropin_thread *r = dropin_lookup(t);
   if (!r)
-    return ESRCH;
+    return stale_handle_error(t);
   struct dropin_thread *self = dropin_self();
   if (r == self)
     return EDEADLK;
@@ -444,7 +468,7 @@ DROPIN_API int pthread_clockjoin_np(pthread_t t, void **ret, clockid_t clock,
 DROPIN_API int pthread_detach(pthread_t t) {
   struct dropin_thread *r = dropin_lookup(t);
   if (!r)
-    return ESRCH;
+    return stale_handle_error(t);
   sync_spin_lock(&r->done.lock);
   if (r->detached || r->joiner) {
     sync_spin_unlock(&r->done.lock);
@@ -513,7 +537,7 @@ DROPIN_API int pthread_getname_np(pthread_t t, char *buf, size_t len) {
   if (!r)
     return ESRCH;
   size_t n = strnlen(r->name, sizeof r->name);
-  if (len < n + 1)
+  if (len < sizeof r->name || len < n + 1) /* NPTL: at least 16 bytes */
     return ERANGE;
   memcpy(buf, r->name, n);
   buf[n] = 0;
@@ -522,15 +546,23 @@ DROPIN_API int pthread_getname_np(pthread_t t, char *buf, size_t len) {
 
 /* Scheduling and affinity of a swarm thread are the runtime's: accepted,
  * recorded and reported back, not applied (docs/dropin.md). */
+/* EINVAL unless prio is valid for policy (the kernel's ranges: 0 for the
+ * normal policies, sched_get_priority_min..max for FIFO and RR). */
+static int sched_check(int policy, int prio) {
+  int lo = sched_get_priority_min(policy), hi = sched_get_priority_max(policy);
+  if (lo < 0 || hi < 0 || prio < lo || prio > hi)
+    return EINVAL;
+  return 0;
+}
+
 DROPIN_API int pthread_setschedparam(pthread_t t, int policy,
                                      const struct sched_param *p) {
   struct dropin_thread *r = dropin_lookup(t);
   if (!r)
     return ESRCH;
-  if (policy != SCHED_OTHER && policy != SCHED_BATCH && policy != SCHED_IDLE)
-    return ENOTSUP;
-  if (p->sched_priority != 0)
-    return EINVAL;
+  int e = sched_check(policy, p->sched_priority);
+  if (e)
+    return e;
   r->sched_policy = policy;
   r->sched_param = *p;
   return 0;
@@ -550,7 +582,10 @@ DROPIN_API int pthread_setschedprio(pthread_t t, int prio) {
   struct dropin_thread *r = dropin_lookup(t);
   if (!r)
     return ESRCH;
-  return prio == 0 ? 0 : EINVAL;
+  int e = sched_check(r->sched_policy, prio);
+  if (!e)
+    r->sched_param.sched_priority = prio;
+  return e;
 }
 
 DROPIN_API int pthread_setaffinity_np(pthread_t t, size_t size,
@@ -603,12 +638,16 @@ DROPIN_API int pthread_kill(pthread_t t, int sig) {
 
 /* ---- yield ---- */
 
+/* With other swarm threads runnable here, they run; with none, the worker's
+ * kernel thread yields to the kernel, as NPTL's sched_yield does (another
+ * process, or a kernel thread of this one, may be waiting for the CPU). */
 DROPIN_API int sched_yield(void) {
-  if (worker_current()) {
-    swarm_yield();
-    return 0;
-  }
-  os_yield();
+  struct worker *w = worker_current();
+  bool others = w && (deque_size(&w->deque) > 0 || queue_count(&w->queue) > 0);
+  if (w)
+    swarm_yield(); /* also fires due timers, which may ready others */
+  if (!others)
+    os_yield();
   return 0;
 }
 

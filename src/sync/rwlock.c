@@ -102,7 +102,7 @@ static int rw_lock(swarm_rwlock_t *rw, bool writer, bool try, int clock,
   sync_spin_lock(&rw->lock_);
   if (rw->writer_ && sync_same_owner(rw->writer_, self)) {
     sync_spin_unlock(&rw->lock_);
-    return EDEADLK;
+    return try ? EBUSY : EDEADLK; /* a try never deadlocks (as NPTL) */
   }
   if (writer) {
     if (!rw->writer_ && rw->readers_ == 0) {
