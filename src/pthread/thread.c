@@ -1,8 +1,8 @@
 /*
  * pthread/thread.c — the drop-in's threads: pthread_create/join/detach/
  * exit/self/equal, deferred cancellation with cleanup handlers, thread
- * attributes and the per-thread calls (names, scheduling, affinity,
- * signals), fork, and starting the runtime when the library is loaded.
+ * attributes and the per-thread calls (names, scheduling, affinity),
+ * fork, and starting the runtime when the library is loaded.
  *
  * Starting. The constructor starts the runtime while the process is still
  * single-threaded, so main's flow is a swarm thread from its first
@@ -109,7 +109,15 @@ static struct dropin_thread *record_new(void) {
   return r;
 }
 
+/* main's record: the identity a signal handler sees on a worker that runs
+ * no thread (signal.c keeps workers from taking signals; this is the
+ * fallback that keeps pthread_self() from reading through NULL). */
+static struct dropin_thread *main_record;
+
 struct dropin_thread *dropin_self(void) {
+  struct worker *w = worker_current();
+  if (unlikely(w && !w->current && main_record))
+    return main_record;
   struct swarm_thread *t = sync_self();
   struct dropin_thread *r =
       __atomic_load_n(&t->slots[SLOT_PTHREAD], __ATOMIC_ACQUIRE);
@@ -162,9 +170,12 @@ void dropin_ensure_runtime(void) {
 
 __attribute__((constructor)) static void dropin_load(void) {
   dropin_stack_init();
+  dropin_signal_init_early(); /* before the workers start: they unblock it */
   dropin_ensure_runtime();
-  if (swarm_is_running())
-    (void)dropin_self(); /* main's record, while we are single-threaded */
+  if (swarm_is_running()) {
+    main_record = dropin_self(); /* while we are single-threaded */
+    dropin_signal_init_late();
+  }
 }
 
 /* ---- exit ---- */
@@ -179,6 +190,7 @@ _Noreturn static void finish(struct dropin_thread *r, void *value) {
   struct sync_waiter *list = NULL;
   sync_spin_lock(&r->done.lock);
   r->exited = true;
+  dropin_signal_exit(r); /* after `exited`: no signal is posted to r now */
   bool detached = r->detached;
   if (!detached) {
     __atomic_store_n(&r->done.done, 1, __ATOMIC_RELEASE);
@@ -270,8 +282,11 @@ DROPIN_API int pthread_cancel(pthread_t t) {
   }
   struct swarm_thread *d = atomic_load_explicit(&r->desc, memory_order_seq_cst);
   if (d && r->cancel_state == PTHREAD_CANCEL_ENABLE && !r->exited &&
-      !r->exiting)
+      !r->exiting) {
     sync_interrupt(d);
+    if (r->cancel_type == PTHREAD_CANCEL_ASYNCHRONOUS)
+      dropin_signal_kick_cancel(r); /* acts at once if it computes */
+  }
   return 0;
 }
 
@@ -336,6 +351,7 @@ DROPIN_API int pthread_create(pthread_t *out, const pthread_attr_t *attr,
   struct dropin_thread *r = record_new();
   if (!r)
     return EAGAIN;
+  dropin_signal_inherit(r); /* the creator's mask; nothing pending */
   r->fn = fn;
   r->arg = arg;
   r->created = true;
@@ -576,30 +592,7 @@ DROPIN_API int pthread_getcpuclockid(pthread_t t, clockid_t *clock) {
   return ENOENT; /* a swarm thread has no kernel CPU clock of its own */
 }
 
-/* ---- signals ---- */
-
-/* The signal mask belongs to the kernel thread, i.e. the worker running
- * the caller (docs/dropin.md). */
-DROPIN_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
-  return libc_pthread_sigmask(how, set, old);
-}
-
-DROPIN_API int pthread_kill(pthread_t t, int sig) {
-  struct dropin_thread *r = dropin_lookup(t);
-  if (!r)
-    return ESRCH;
-  if (sig < 0 || sig >= NSIG)
-    return EINVAL;
-  if (r->exited)
-    return ESRCH;
-  if (sig == 0)
-    return 0;
-  if (r->external)
-    return libc_pthread_kill(r->kthread, sig);
-  if (r == dropin_self()) /* delivered here before we return */
-    return libc_pthread_kill(libc_pthread_self(), sig);
-  return ENOTSUP; /* no kernel thread belongs to another swarm thread */
-}
+/* ---- signals: signal.c ---- */
 
 /* ---- yield ---- */
 
@@ -631,6 +624,7 @@ DROPIN_API int dropin_pthread_yield(void) {
 static void fork_child_restart(void) {
   swarm_config_t cfg = dropin_config();
   start_failed(runtime_fork_child(&cfg));
+  main_record = NULL; /* the caller's record is the child's main */
   struct dropin_thread *r =
       __atomic_load_n(&sync_self()->slots[SLOT_PTHREAD], __ATOMIC_ACQUIRE);
   if (r) {
@@ -645,7 +639,10 @@ static void fork_child_restart(void) {
 DROPIN_API pid_t fork(void) {
   bool running = swarm_is_running();
   pid_t pid = libc_fork();
-  if (pid == 0 && running)
+  if (pid == 0 && running) {
     fork_child_restart();
+    main_record = dropin_self();
+    dropin_signal_fork_child();
+  }
   return pid;
 }
