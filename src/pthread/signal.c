@@ -72,6 +72,11 @@
 
 #define NSIG_SWARM 64
 #define BIT(s) ((uint64_t)1 << ((s)-1))
+/* An asynchronous cancellation waiting for its target to run: kept as
+ * the pending bit of glibc's SIGCANCEL (32), which no program can send, so
+ * the signal thread's re-kick and a thread's exit treat it as any pending
+ * signal; it is never delivered as one. */
+#define CANCEL_BIT BIT(32)
 #define INFO_SLOTS 128
 #define WAITER_SLOTS 64
 #define REKICK_MIN_NS ((int64_t)1000000)  /* 1 ms */
@@ -101,6 +106,7 @@ static struct {
 } sigs;
 
 static void kick_running(struct swarm_thread *d);
+static void wake_signal_thread(void);
 
 /* ---- sets ---- */
 
@@ -246,7 +252,8 @@ static int take(struct dropin_thread *r, int sig, siginfo_t *info, bool try) {
 static int deliver_pending(struct dropin_thread *r, bool try) {
   int result = DROPIN_SIG_NONE;
   for (;;) {
-    uint64_t p = atomic_load(&r->sig_pending) & ~atomic_load(&r->sig_mask);
+    uint64_t p =
+        atomic_load(&r->sig_pending) & ~atomic_load(&r->sig_mask) & ~CANCEL_BIT;
     if (!p)
       return result;
     int sig = __builtin_ctzll(p) + 1;
@@ -296,7 +303,7 @@ static void on_interrupt(int sig, siginfo_t *si, void *uc) {
   if (r->cancel_type == PTHREAD_CANCEL_ASYNCHRONOUS &&
       atomic_load(&r->cancel_pending) &&
       r->cancel_state == PTHREAD_CANCEL_ENABLE && !r->exiting &&
-      swarm_preempt_safe(uc)) {
+      swarm_preempt_safe(uc) && take(r, 32, &(siginfo_t){0}, true) >= 0) {
     /* Asynchronous cancellation acts here: the thread ends from the
      * handler, with the worker's mask back in place. */
     sys_sigmask(SIG_SETMASK, &((const ucontext_t *)uc)->uc_sigmask, NULL);
@@ -309,9 +316,17 @@ static void on_interrupt(int sig, siginfo_t *si, void *uc) {
 /* pthread_cancel of an asynchronous-type thread that may be running: its
  * worker's interrupt acts on it (on_interrupt). */
 void dropin_signal_kick_cancel(struct dropin_thread *r) {
+  if (!sigs.interrupt)
+    return;
+  lock_take();
+  if (!__atomic_load_n(&r->exited, __ATOMIC_ACQUIRE) &&
+      !(atomic_fetch_or(&r->sig_pending, CANCEL_BIT) & CANCEL_BIT))
+    atomic_fetch_add(&sigs.outstanding, 1);
+  lock_drop();
   struct swarm_thread *d = atomic_load(&r->desc);
-  if (sigs.interrupt && d)
+  if (d)
     kick_running(d);
+  wake_signal_thread(); /* re-kicks it once it runs */
 }
 
 int dropin_signal_interrupted(void) {
@@ -452,7 +467,8 @@ DROPIN_API int sigpending(sigset_t *set) {
     return (int)syscall(SYS_rt_sigpending, set, (size_t)8);
   struct dropin_thread *r = dropin_self();
   lock_take();
-  uint64_t p = atomic_load(&r->sig_pending) | sigs.process_pending;
+  uint64_t p =
+      (atomic_load(&r->sig_pending) & ~CANCEL_BIT) | sigs.process_pending;
   lock_drop();
   set_of(p, set);
   return 0;
@@ -521,8 +537,8 @@ static int wait_entry(const sigset_t *set, siginfo_t *info,
   }
   siginfo_t scratch;
   dropin_testcancel();
-  return wait_for(bits_of(set) & ~sigs.unblockable, info ? info : &scratch,
-                  deadline, eintr);
+  return wait_for(bits_of(set) & ~sigs.unblockable & ~CANCEL_BIT,
+                  info ? info : &scratch, deadline, eintr);
 }
 
 static bool waits_here(void) {
@@ -669,7 +685,7 @@ void dropin_signal_init_early(void) {
   sigset_t cur;
   sys_sigmask(SIG_BLOCK, NULL, &cur);
   sigs.initial_mask = bits_of(&cur);
-  sigs.unblockable = BIT(SIGKILL) | BIT(SIGSTOP);
+  sigs.unblockable = BIT(SIGKILL) | BIT(SIGSTOP) | CANCEL_BIT;
   dl_iterate_phdr(find_text, (void *)(uintptr_t)on_interrupt);
   if (!sigs.text_hi)
     return; /* cannot tell the runtime's code: no per-thread signals */
