@@ -329,6 +329,17 @@ void dropin_signal_kick_cancel(struct dropin_thread *r) {
   wake_signal_thread(); /* re-kicks it once it runs */
 }
 
+/* sync_wait_interrupted_hook: a signal's handler runs before the
+ * condition wait takes its mutex back; a cancellation is left to act after
+ * (POSIX: its cleanup handlers run with the mutex held). */
+static void in_cond_wait(void) {
+  struct dropin_thread *r = dropin_self();
+  if (atomic_load(&r->cancel_pending) &&
+      r->cancel_state == PTHREAD_CANCEL_ENABLE && !r->exiting)
+    return;
+  dropin_signal_interrupted();
+}
+
 int dropin_signal_interrupted(void) {
   struct dropin_thread *r = dropin_self();
   interruption_spent(r);
@@ -597,20 +608,29 @@ static struct dropin_thread *forward_target(int sig, bool *waiter) {
   return NULL;
 }
 
+/* A process-directed signal, as the kernel would treat it: a thread
+ * waiting for it in sigwait takes it whatever its disposition; otherwise an
+ * ignored one is dropped, one that every thread blocks stays pending for
+ * the process, the default action is the kernel's, and a handler runs on a
+ * thread that does not block it. */
 static void forward(int sig, const siginfo_t *info) {
   struct sigaction sa;
-  if (sigaction(sig, NULL, &sa) != 0 || sa.sa_handler == SIG_IGN)
+  if (sigaction(sig, NULL, &sa) != 0)
     return;
   bool waiter;
   lock_take();
   struct dropin_thread *r = forward_target(sig, &waiter);
-  if (!r || (!waiter && sa.sa_handler == SIG_DFL)) {
-    if (!r && !(sigs.process_pending & BIT(sig))) {
+  if (!r) {
+    if (!(sigs.process_pending & BIT(sig))) {
       sigs.process_pending |= BIT(sig); /* every thread blocks it */
       info_put(NULL, sig, info);
     }
     lock_drop();
-    if (r && !default_ignored(sig))
+    return;
+  }
+  if (!waiter && (sa.sa_handler == SIG_IGN || sa.sa_handler == SIG_DFL)) {
+    lock_drop();
+    if (sa.sa_handler == SIG_DFL && !default_ignored(sig))
       kernel_raise(sig, info); /* the default action, as the kernel's */
     return;
   }
@@ -708,6 +728,7 @@ void dropin_signal_init_late(void) {
   if (!sigs.interrupt || !worker_current())
     return;
   sigs.main = dropin_self();
+  sync_wait_interrupted_hook = in_cond_wait;
   atomic_store(&sigs.main->sig_mask, sigs.initial_mask & ~sigs.unblockable);
   os_worker_mask_install(); /* main's kernel thread is worker 0 */
   swarm_preempt_enable(os_worker_mask());

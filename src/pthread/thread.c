@@ -417,8 +417,13 @@ static int join_common(pthread_t t, void **ret, bool try, int clock,
   r->joiner = self;
   sync_spin_unlock(&r->done.lock);
   if (!try) {
-    int e = expired ? (r->done.done ? 0 : ETIMEDOUT)
-                    : sync_event_wait(&r->done, deadline, true);
+    int e;
+    while ((e = expired
+                    ? (r->done.done ? 0 : ETIMEDOUT)
+                    : sync_event_wait(&r->done, deadline, true)) == ECANCELED) {
+      dropin_testcancel();         /* a cancellation acts: no return */
+      dropin_signal_interrupted(); /* a signal's handler ran: wait on */
+    }
     if (e) {
       sync_spin_lock(&r->done.lock);
       r->joiner = NULL;
