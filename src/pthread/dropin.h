@@ -84,11 +84,12 @@ void dropin_ensure_runtime(void);
  * interrupt signal before the runtime starts (its workers unblock it);
  * init_late, on main's flow once it runs, gives main the process's mask and
  * starts the signal thread. inherit gives a new thread its creator's mask;
- * exit drops what is pending for an ending thread; fork_child gives the
- * child's kernel thread the calling thread's mask. */
+ * exit drops what is pending for an ending thread (finish() calls it under
+ * done.lock once `exited` is set, only when sig_pending is not 0: signal.c
+ * sets bits under the same lock); fork_child resets the machinery in a
+ * fork child and starts its signal thread. */
 void dropin_signal_init_early(void);
 void dropin_signal_init_late(void);
-void dropin_signal_inherit(struct dropin_thread *child);
 void dropin_signal_exit(struct dropin_thread *r);
 void dropin_signal_fork_child(void);
 /* After an interruptible wait ended with ECANCELED and no cancellation
@@ -104,6 +105,26 @@ bool dropin_signal_thread_mask(sigset_t *out);
 /* pthread_cancel of a thread of asynchronous type: interrupts its worker
  * if it runs, so the cancellation acts at once (signal.c). */
 void dropin_signal_kick_cancel(struct dropin_thread *r);
+
+/* pthread_create (signal.c's model): the new thread's mask is its
+ * creator's; its pending set, zeroed with the record, is empty. On
+ * pthread_create's fast path, so it costs a load and a branch until some
+ * thread has had a non-empty mask (dropin_masks_used, set by signal.c and
+ * never cleared). Relaxed: the thread's start publishes the record. A
+ * creator that is not a worker's thread gives the empty mask. */
+extern bool dropin_masks_used;
+static inline void dropin_signal_inherit(struct dropin_thread *child) {
+  if (likely(!__atomic_load_n(&dropin_masks_used, __ATOMIC_RELAXED)))
+    return;
+  struct worker *w = worker_current();
+  struct swarm_thread *t = w ? w->current : NULL;
+  struct dropin_thread *me =
+      t ? __atomic_load_n(&t->slots[SLOT_PTHREAD], __ATOMIC_RELAXED) : NULL;
+  uint64_t m =
+      me ? atomic_load_explicit(&me->sig_mask, memory_order_relaxed) : 0;
+  if (m)
+    atomic_store_explicit(&child->sig_mask, m, memory_order_relaxed);
+}
 
 /* Sets errno of the running kernel thread; safe after a context switch. */
 static inline int dropin_fail(int e) {

@@ -88,6 +88,8 @@ struct info_slot {
   siginfo_t info;
 };
 
+bool dropin_masks_used;
+
 static struct {
   int interrupt;              /* the interrupt signal; 0: not set up */
   uint64_t worker_keep;       /* what workers leave unblocked */
@@ -107,6 +109,7 @@ static struct {
 
 static void kick_running(struct swarm_thread *d);
 static void wake_signal_thread(void);
+static int set_pending(struct dropin_thread *r, int sig, const siginfo_t *info);
 
 /* ---- sets ---- */
 
@@ -222,6 +225,7 @@ static int deliver_one(struct dropin_thread *r, int sig,
   uint64_t during = old | bits_of(&sa.sa_mask);
   if (!(sa.sa_flags & SA_NODEFER))
     during |= BIT(sig);
+  __atomic_store_n(&dropin_masks_used, true, __ATOMIC_RELAXED);
   atomic_store(&r->sig_mask, during);
   kernel_raise(sig, info);
   atomic_store(&r->sig_mask, old);
@@ -318,11 +322,8 @@ static void on_interrupt(int sig, siginfo_t *si, void *uc) {
 void dropin_signal_kick_cancel(struct dropin_thread *r) {
   if (!sigs.interrupt)
     return;
-  lock_take();
-  if (!__atomic_load_n(&r->exited, __ATOMIC_ACQUIRE) &&
-      !(atomic_fetch_or(&r->sig_pending, CANCEL_BIT) & CANCEL_BIT))
-    atomic_fetch_add(&sigs.outstanding, 1);
-  lock_drop();
+  if (set_pending(r, 32, NULL)) /* CANCEL_BIT */
+    return;
   struct swarm_thread *d = atomic_load(&r->desc);
   if (d)
     kick_running(d);
@@ -376,20 +377,34 @@ static void kick(struct dropin_thread *r, uint64_t bit) {
   wake_signal_thread();
 }
 
-/* Sets sig pending on r, with info. ESRCH if r has ended. */
-static int post(struct dropin_thread *r, int sig, const siginfo_t *info) {
-  lock_take();
-  if (__atomic_load_n(&r->exited, __ATOMIC_ACQUIRE)) {
-    lock_drop();
+/* Sets the pending bit of sig on r, with info (NULL: none kept). ESRCH
+ * if r has ended. Under r's done.lock, which finish() holds while it marks
+ * r exited and drops what is pending (dropin_signal_exit): a bit is never
+ * set on a record that has let go of its signals. */
+static int set_pending(struct dropin_thread *r, int sig,
+                       const siginfo_t *info) {
+  sync_spin_lock(&r->done.lock);
+  if (r->exited) {
+    sync_spin_unlock(&r->done.lock);
     return ESRCH;
   }
+  lock_take();
   if (!(atomic_fetch_or(&r->sig_pending, BIT(sig)) & BIT(sig))) {
-    info_put(r, sig, info);
+    if (info)
+      info_put(r, sig, info);
     atomic_fetch_add(&sigs.outstanding, 1);
   }
   lock_drop();
-  kick(r, BIT(sig));
+  sync_spin_unlock(&r->done.lock);
   return 0;
+}
+
+/* Sets sig pending on r and kicks it. ESRCH if r has ended. */
+static int post(struct dropin_thread *r, int sig, const siginfo_t *info) {
+  int e = set_pending(r, sig, info);
+  if (!e)
+    kick(r, BIT(sig));
+  return e;
 }
 
 static int send_to(pthread_t t, int sig, const siginfo_t *info) {
@@ -452,6 +467,8 @@ static int mask_change(int how, const sigset_t *set, sigset_t *old) {
     set_of(cur, old);
   if (next == cur)
     return 0;
+  if (next)
+    __atomic_store_n(&dropin_masks_used, true, __ATOMIC_RELAXED);
   atomic_store(&r->sig_mask, next);
   if (cur & ~next) { /* unblocked: what waited for it comes now */
     lock_take();
@@ -634,12 +651,12 @@ static void forward(int sig, const siginfo_t *info) {
       kernel_raise(sig, info); /* the default action, as the kernel's */
     return;
   }
-  if (!(atomic_fetch_or(&r->sig_pending, BIT(sig)) & BIT(sig))) {
-    info_put(r, sig, info);
-    atomic_fetch_add(&sigs.outstanding, 1);
-  }
+  /* A waiter unregisters, and main's record lives on, under or after
+   * this lock; a running thread found by forward_target may end meanwhile
+   * (post then finds it exited, or, if its record was reused, gives a new
+   * thread a signal meant for the process, which NPTL could too). */
   lock_drop();
-  kick(r, BIT(sig));
+  post(r, sig, info);
 }
 
 /* Interrupts every worker whose running thread has a deliverable signal. */
@@ -730,20 +747,14 @@ void dropin_signal_init_late(void) {
   sigs.main = dropin_self();
   sync_wait_interrupted_hook = in_cond_wait;
   atomic_store(&sigs.main->sig_mask, sigs.initial_mask & ~sigs.unblockable);
+  if (atomic_load(&sigs.main->sig_mask))
+    dropin_masks_used = true;
   os_worker_mask_install(); /* main's kernel thread is worker 0 */
   swarm_preempt_enable(os_worker_mask());
   start_signal_thread();
 }
 
-void dropin_signal_inherit(struct dropin_thread *child) {
-  if (!sigs.interrupt || !worker_current())
-    return;
-  atomic_store(&child->sig_mask, atomic_load(&dropin_self()->sig_mask));
-}
-
 void dropin_signal_exit(struct dropin_thread *r) {
-  if (!sigs.interrupt)
-    return;
   lock_take();
   uint64_t p = atomic_exchange(&r->sig_pending, 0);
   for (int s = 1; p && s <= NSIG_SWARM; s++)

@@ -109,15 +109,13 @@ static struct dropin_thread *record_new(void) {
   return r;
 }
 
-/* main's record: the identity a signal handler sees on a worker that runs
- * no thread (signal.c keeps workers from taking signals; this is the
- * fallback that keeps pthread_self() from reading through NULL). */
+/* main's record: what pthread_self() answers in a signal handler on a
+ * worker that runs no thread. signal.c keeps asynchronous signals off
+ * workers, so only a synchronous fault in the scheduler itself lands
+ * there; this keeps pthread_self() from reading through NULL even then. */
 static struct dropin_thread *main_record;
 
 struct dropin_thread *dropin_self(void) {
-  struct worker *w = worker_current();
-  if (unlikely(w && !w->current && main_record))
-    return main_record;
   struct swarm_thread *t = sync_self();
   struct dropin_thread *r =
       __atomic_load_n(&t->slots[SLOT_PTHREAD], __ATOMIC_ACQUIRE);
@@ -190,7 +188,8 @@ _Noreturn static void finish(struct dropin_thread *r, void *value) {
   struct sync_waiter *list = NULL;
   sync_spin_lock(&r->done.lock);
   r->exited = true;
-  dropin_signal_exit(r); /* after `exited`: no signal is posted to r now */
+  if (unlikely(atomic_load_explicit(&r->sig_pending, memory_order_relaxed)))
+    dropin_signal_exit(r); /* under done.lock, as signal.c posts */
   bool detached = r->detached;
   if (!detached) {
     __atomic_store_n(&r->done.done, 1, __ATOMIC_RELEASE);
@@ -485,6 +484,8 @@ DROPIN_API int pthread_detach(pthread_t t) {
 }
 
 DROPIN_API pthread_t pthread_self(void) {
+  if (unlikely(!sync_self())) /* a worker that runs no thread */
+    return (pthread_t)main_record;
   return (pthread_t)dropin_self();
 }
 
