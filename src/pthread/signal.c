@@ -97,9 +97,10 @@ static struct {
   uintptr_t text_lo, text_hi; /* this library's code */
   uint64_t initial_mask;      /* main's kernel mask when the library loaded */
   struct dropin_thread *main;
-  pthread_t kthread;       /* the signal thread */
-  _Atomic int signal_tid;  /* 0 while none runs */
-  _Atomic int outstanding; /* thread-directed signals not yet taken */
+  pthread_t kthread;           /* the signal thread */
+  _Atomic int signal_tid;      /* 0 while none runs */
+  _Atomic int outstanding;     /* thread-directed signals not yet taken */
+  _Atomic uint64_t fd_claimed; /* signals some signalfd was made for */
   uint32_t lock; /* infos, process_pending, waiters: tried, never waited on,
                     from the interrupt handler */
   uint64_t process_pending;
@@ -600,6 +601,29 @@ DROPIN_API int sigwaitinfo(const sigset_t *set, siginfo_t *info) {
   return sigtimedwait(set, info, NULL);
 }
 
+/* signalfd: the signal thread stops taking the fd's signals, so that
+ * process-directed ones stay pending in the kernel (every kernel thread of
+ * ours blocks them), where the descriptor reads them. A thread-directed
+ * signal (pthread_kill) is the target thread's and never reaches a
+ * signalfd (docs/dropin.md). */
+DROPIN_API int signalfd(int fd, const sigset_t *mask, int flags) {
+  typedef int (*signalfd_fn)(int, const sigset_t *, int);
+  static signalfd_fn _Atomic real_signalfd;
+  signalfd_fn real = atomic_load(&real_signalfd);
+  if (!real) {
+    real = (signalfd_fn)dlsym(RTLD_NEXT, "signalfd");
+    if (!real)
+      return dropin_fail(ENOSYS);
+    atomic_store(&real_signalfd, real);
+  }
+  int r = real(fd, mask, flags);
+  if (r >= 0 && sigs.interrupt && mask) {
+    atomic_fetch_or(&sigs.fd_claimed, bits_of(mask) & ~sigs.unblockable);
+    wake_signal_thread();
+  }
+  return r;
+}
+
 /* ---- the signal thread: process-directed signals ---- */
 
 /* A thread to take a process-directed sig (under the lock), or NULL. */
@@ -676,13 +700,18 @@ static void *signal_main(void *arg) {
   (void)arg;
   atomic_store(&sigs.signal_tid, os_thread_id());
   sigset_t set;
-  sigfillset(&set); /* glibc leaves out its own two */
-  uint64_t keep = sigs.worker_keep & ~BIT(sigs.interrupt);
-  for (int s = 1; s <= NSIG_SWARM; s++)
-    if (keep & BIT(s))
-      sigdelset(&set, s);
+  uint64_t claimed = UINT64_MAX; /* the fd_claimed the set was made for */
   int64_t backoff = REKICK_MIN_NS;
   for (;;) {
+    uint64_t now_claimed = atomic_load(&sigs.fd_claimed);
+    if (now_claimed != claimed) { /* signalfd's signals stay for the fd */
+      claimed = now_claimed;
+      sigfillset(&set); /* glibc leaves out its own two */
+      uint64_t keep = (sigs.worker_keep & ~BIT(sigs.interrupt)) | claimed;
+      for (int s = 1; s <= NSIG_SWARM; s++)
+        if (keep & BIT(s))
+          sigdelset(&set, s);
+    }
     struct timespec ts = {0, (long)backoff};
     siginfo_t info;
     bool waiting = atomic_load(&sigs.outstanding) > 0;
