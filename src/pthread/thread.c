@@ -27,10 +27,12 @@
  * resumed on another. C++ and -fexceptions cleanups need forced unwinding,
  * which this does not do (docs/dropin.md).
  *
- * Cancellation is deferred (an asynchronous type is accepted and acted on
- * at the same points): pthread_cancel marks the record and interrupts the
+ * Cancellation: pthread_cancel marks the record and interrupts the
  * target's interruptible wait (sync_interrupt); cancellation points check
- * the mark on entry and run their wait interruptibly.
+ * the mark on entry and run their wait interruptibly. A target of
+ * asynchronous type is also interrupted where it computes (signal.c,
+ * dropin_signal_kick_cancel), and acts at the first safe point. An
+ * interrupted wait that finds no cancellation was a signal (signal.c).
  * The race between pthread_cancel and a thread that has not published its
  * descriptor yet is won by ordering: the canceller stores cancel_pending
  * then loads desc; the thread stores desc then loads cancel_pending at its
