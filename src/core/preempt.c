@@ -42,8 +42,10 @@
  * instruction. Pinning keeps the kernel thread the same across the
  * interruption, so an address of a thread-local variable the interrupted
  * code holds in a register stays right, and sigreturn restores the mask of
- * the worker it was taken on. Spares are not preempted (a retiring spare
- * must not keep pinned threads).
+ * the worker it was taken on. Spares are preempted too (a thread queued on
+ * a spare that computes would otherwise wait for it forever); pinning to a
+ * spare is safe, as a spare retires only after finding nothing to run,
+ * its own ready queue included.
  */
 #include <link.h>
 #include <string.h>
@@ -62,6 +64,7 @@ static struct {
   uintptr_t lo[PREEMPT_RANGES], hi[PREEMPT_RANGES];
 } preempt;
 
+#ifndef SWARM_ASAN
 static void add_range(uintptr_t lo, uintptr_t hi) {
   if (preempt.nranges < PREEMPT_RANGES) {
     preempt.lo[preempt.nranges] = lo;
@@ -92,6 +95,7 @@ static int find_ranges(struct dl_phdr_info *info, size_t size, void *arg) {
   }
   return 0;
 }
+#endif
 
 bool swarm_preempt_enable(uint64_t worker_mask) {
 #ifdef SWARM_ASAN
@@ -117,8 +121,7 @@ bool swarm_preempt_enable(uint64_t worker_mask) {
 
 void preempt_tick(struct worker *w, uint32_t stalled, bool queued) {
   if (!__atomic_load_n(&preempt.enabled, __ATOMIC_ACQUIRE) ||
-      stalled < PREEMPT_TICKS || !queued || w->id >= swarm_rt.nworkers ||
-      !w->tid)
+      stalled < PREEMPT_TICKS || !queued || !w->tid)
     return;
   atomic_store_explicit(&w->preempt_requested, 1, memory_order_relaxed);
   os_thread_signal(w->tid, os_interrupt_signal);
@@ -145,7 +148,7 @@ bool swarm_preempt_safe(const void *ucontext) {
 
 void swarm_preempt_point(const void *ucontext) {
   struct worker *w = worker_current();
-  if (!w || !w->current || w->id >= swarm_rt.nworkers ||
+  if (!w || !w->current ||
       !atomic_exchange_explicit(&w->preempt_requested, 0, memory_order_relaxed))
     return;
   if (!swarm_preempt_safe(ucontext))
