@@ -422,8 +422,9 @@ static int send_to(pthread_t t, int sig, const siginfo_t *info) {
     return libc_pthread_kill(r->external ? r->kthread : libc_pthread_self(),
                              sig);
   int e = post(r, sig, info);
-  if (!e && r == dropin_self()) /* delivered before the call returns */
-    deliver_pending(r, false);
+  if (!e && r == dropin_self() && /* delivered before the call returns */
+      deliver_pending(r, false) != DROPIN_SIG_NONE)
+    interruption_spent(r); /* the kick's, or the next wait ends at once */
   return e;
 }
 
@@ -475,7 +476,8 @@ static int mask_change(int how, const sigset_t *set, sigset_t *old) {
     lock_take();
     claim_process_pending(r, cur & ~next);
     lock_drop();
-    deliver_pending(r, false);
+    if (deliver_pending(r, false) != DROPIN_SIG_NONE)
+      interruption_spent(r);
   }
   return 0;
 }
