@@ -214,9 +214,20 @@ static void worker_mask_set(sigset_t *set) {
   sigdelset(set, SIGSTOP);
 }
 
+static sigset_t program_mask;
+static bool program_mask_saved;
+
+void os_program_mask_save(void) {
+  sys_sigmask(SIG_BLOCK, NULL, &program_mask);
+  program_mask_saved = true;
+}
+
 void os_worker_mask_install(void) {
-  if (!os_interrupt_signal)
+  if (!os_interrupt_signal) {
+    if (program_mask_saved)
+      sys_sigmask(SIG_SETMASK, &program_mask, NULL);
     return;
+  }
   sigset_t set;
   worker_mask_set(&set);
   sys_sigmask(SIG_SETMASK, &set, NULL);

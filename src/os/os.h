@@ -86,9 +86,16 @@ int os_interrupt_signal_claim(void (*handler)(int, siginfo_t *, void *));
  * SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS). os_worker_mask_install puts
  * it on the calling kernel thread (workers call it when they start; no-op
  * while unclaimed); os_worker_mask gives it, signals 1..64 as bits
- * sig - 1. */
+ * sig - 1. Unclaimed, workers get the program's mask instead
+ * (os_program_mask_save). */
 void os_worker_mask_install(void);
 uint64_t os_worker_mask(void);
+/* Saves the calling kernel thread's mask as the program's (swarm_init, on
+ * the flow that starts the runtime). While the interrupt signal is not
+ * claimed (the native API), os_worker_mask_install gives workers this
+ * mask, not the full one they were made with, so a process one of them
+ * starts inherits the program's mask (issue 21 item 1). */
+void os_program_mask_save(void);
 /* Sends sig to kernel thread tid of this process (tgkill). 0 or errno. */
 int os_thread_signal(int tid, int sig);
 /* Queues sig with *info on kernel thread tid of this process
