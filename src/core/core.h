@@ -219,6 +219,7 @@ struct worker {
   uint32_t monitor_stalled;    /* monitor-only: ticks without progress */
   uint32_t monitor_blocked;    /* monitor-only: of those, seen blocked */
   int tid;                     /* its kernel thread's id (for the monitor) */
+  _Atomic uint32_t preempt_requested; /* preempt.c: set by the monitor */
 #ifdef SWARM_ASAN
   void *sched_fake_stack;
   const void *sched_stack_lo;
@@ -405,6 +406,29 @@ void *worker_main(void *arg); /* sched.c: a worker's kernel thread */
 /* sched.c: wakes w if it sleeps; true if it did. Callers that just
  * published work issue a seq_cst fence first (sched.c's file comment). */
 bool worker_wake_sleeping(struct worker *w);
+
+/* ---- asynchronous preemption (preempt.c) ---- */
+/* Turns preemption on: from now on the monitor interrupts a worker whose
+ * thread has computed for a time slice while others wait, with the
+ * interrupt signal (os.h), whose handler calls swarm_preempt_point.
+ * worker_mask is the kernel mask every worker runs with (signals 1..64 as
+ * bits sig - 1): an interrupted context with another mask is inside a
+ * signal handler or a mask window and is not preempted. false when no
+ * safe point can be told apart (the runtime's code not found). */
+bool swarm_preempt_enable(uint64_t worker_mask);
+/* The monitor, once per tick, for a worker that has switched no thread
+ * for `stalled` ticks. */
+void preempt_tick(struct worker *w, uint32_t stalled, bool queued);
+/* In the interrupt signal's handler, on the interrupted thread's stack:
+ * whether the interrupted context (a ucontext_t) is one where the thread
+ * may be switched away from or ended: its program counter is in none of
+ * the runtime, the C library and the dynamic loader, and its signal mask
+ * is the worker's. */
+bool swarm_preempt_safe(const void *ucontext);
+/* The same handler: if the monitor asked for it and the context is safe,
+ * switches to another thread of this worker; the interrupted one resumes
+ * here, on this worker, later. */
+void swarm_preempt_point(const void *ucontext);
 
 /* ---- internal services used across core files ---- */
 int runtime_ensure_started(void);

@@ -43,7 +43,9 @@
  *    flag; a waking worker's flag is cleared (by a CAS) before it fences and
  *    loads monitor_idle. One of the two sees the other.
  *
- * Policy for threads that compute forever: swarm does not preempt. A
+ * Under the drop-in, a thread that computes for MONITOR_STALL_TICKS ticks
+ * while others wait on its worker is preempted (preempt_tick, preempt.c);
+ * what follows is the policy where preemption is off (the native API). A
  * runnable thread queued behind an endless CPU-bound thread is run by a
  * spare worker after MONITOR_HOG_TICKS ticks (about 100 ms; a worker
  * blocked in the kernel, as /proc tells on two ticks in a row, gets one
@@ -233,6 +235,7 @@ static bool monitor_tick(const struct swarm_io_hooks *io, uint64_t now) {
     w->monitor_seen_run = run;
     if (w->monitor_stalled > 0 && has_queued(w) && help_possible())
       busy = true; /* keep the short tick while help could come */
+    preempt_tick(w, w->monitor_stalled, has_queued(w));
     if (w->monitor_stalled < MONITOR_STALL_TICKS)
       continue;
     /* Its kernel thread is stuck: fire its due timers from here (the

@@ -164,6 +164,7 @@ static int worker0_enter(struct swarm_thread *adopt, struct start_progress *p) {
   p->adopted = adopt;
   swarm_rt.main_thread = main_t;
   w0->tid = os_thread_id(); /* the monitor reads its state */
+  os_program_mask_save();   /* workers run with it (issue 21 item 1) */
   w0->current = main_t;
   /* Plain steps: NULL where the work is done before the switch (spawn_here,
    * exit_switch), which needs SWARM_ARCH_PUBLISH_LAST for the spawn and a

@@ -376,6 +376,7 @@ void *worker_main(void *arg) { /* also the spares' (monitor.c) */
   if (swarm_rt.bind)
     os_bind_self(swarm_rt.cpus[w->id % swarm_rt.ncpus]);
   w->altstack = os_altstack_install();
+  os_worker_mask_install(); /* see os.h; pthread/signal.c */
   void *lo;
   size_t size;
   os_thread_stack_bounds(&lo, &size);

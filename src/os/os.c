@@ -1,6 +1,7 @@
 /*
  * os/os.c — Linux implementation of os/os.h: futex(2), sched_getaffinity,
- * mmap stacks with guard pages, sigaltstack and the SIGSEGV/SIGBUS handler.
+ * mmap stacks with guard pages, sigaltstack and the SIGSEGV/SIGBUS handler,
+ * the runtime's interrupt signal (claimed from glibc's real-time pool).
  *
  * Guard pages: Linux >= 6.13 has MADV_GUARD_INSTALL, which marks pages as
  * faulting in the page tables without splitting the mapping. With mprotect
@@ -24,6 +25,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #ifndef MADV_GUARD_INSTALL
@@ -178,6 +180,86 @@ int os_thread_id(void) {
 
 void os_yield(void) {
   sys_sched_yield();
+}
+
+/* ---- the interrupt signal ---- */
+
+extern int __libc_allocate_rtsig(int high);
+int os_interrupt_signal;
+
+int os_interrupt_signal_claim(void (*handler)(int, siginfo_t *, void *)) {
+  if (os_interrupt_signal)
+    return os_interrupt_signal;
+  int sig = __libc_allocate_rtsig(0);
+  if (sig <= 0)
+    return 0;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = handler;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigfillset(&sa.sa_mask); /* nothing nests inside it */
+  if (sigaction(sig, &sa, NULL) != 0)
+    return 0;
+  os_interrupt_signal = sig;
+  return sig;
+}
+
+static void worker_mask_set(sigset_t *set) {
+  sigfillset(set); /* glibc leaves out its own two */
+  static const int keep[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
+  for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
+    sigdelset(set, keep[i]);
+  sigdelset(set, os_interrupt_signal);
+  sigdelset(set, SIGKILL); /* never blocked: as the kernel reports it */
+  sigdelset(set, SIGSTOP);
+}
+
+static sigset_t program_mask;
+static bool program_mask_saved;
+
+void os_program_mask_save(void) {
+  sys_sigmask(SIG_BLOCK, NULL, &program_mask);
+  program_mask_saved = true;
+}
+
+void os_worker_mask_install(void) {
+  if (!os_interrupt_signal) {
+    if (program_mask_saved)
+      sys_sigmask(SIG_SETMASK, &program_mask, NULL);
+    return;
+  }
+  sigset_t set;
+  worker_mask_set(&set);
+  sys_sigmask(SIG_SETMASK, &set, NULL);
+}
+
+uint64_t os_worker_mask(void) {
+  sigset_t set;
+  worker_mask_set(&set);
+  uint64_t b;
+  memcpy(&b, &set, sizeof b); /* the kernel's layout: bit sig - 1 */
+  return b;
+}
+
+int os_thread_signal(int tid, int sig) {
+  return syscall(SYS_tgkill, getpid(), tid, sig) == 0 ? 0 : errno;
+}
+
+int os_thread_sigqueue(int tid, int sig, const siginfo_t *info) {
+  return syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, info) == 0 ? 0
+                                                                       : errno;
+}
+
+uintptr_t os_context_pc(const void *ucontext) {
+  const ucontext_t *uc = ucontext;
+#if defined(__x86_64__)
+  return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+  return (uintptr_t)uc->uc_mcontext.pc;
+#else
+  (void)uc;
+  return 0; /* unknown: callers treat it as inside the runtime */
+#endif
 }
 
 #define ALTSTACK_SIZE (64 * 1024)

@@ -13,6 +13,7 @@
 #define SWARM_OS_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -70,6 +71,39 @@ void os_thread_join(pthread_t kt);
 int os_thread_id(void);
 /* Gives the CPU to another kernel thread (sched_yield(2)). */
 void os_yield(void);
+/* ---- the runtime's interrupt signal (pthread/signal.c, docs/dropin.md) ----
+ * One real-time signal, taken from glibc's pool with __libc_allocate_rtsig
+ * (the top one, so a program's SIGRTMAX() reads one less, as with any
+ * library that claims one), by which one kernel thread interrupts a worker
+ * to run something on the swarm thread it runs. 0 until claimed. */
+extern int os_interrupt_signal;
+/* Claims it (once) and installs handler for it (SA_SIGINFO | SA_RESTART,
+ * not on the alternate stack: the handler runs on the interrupted swarm
+ * thread's own stack). Returns the signal, or 0 when none is left. */
+int os_interrupt_signal_claim(void (*handler)(int, siginfo_t *, void *));
+/* The kernel mask of a worker once the interrupt signal is claimed: every
+ * signal blocked but the interrupt and the synchronous faults (SIGSEGV,
+ * SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS). os_worker_mask_install puts
+ * it on the calling kernel thread (workers call it when they start; no-op
+ * while unclaimed); os_worker_mask gives it, signals 1..64 as bits
+ * sig - 1. Unclaimed, workers get the program's mask instead
+ * (os_program_mask_save). */
+void os_worker_mask_install(void);
+uint64_t os_worker_mask(void);
+/* Saves the calling kernel thread's mask as the program's (swarm_init, on
+ * the flow that starts the runtime). While the interrupt signal is not
+ * claimed (the native API), os_worker_mask_install gives workers this
+ * mask, not the full one they were made with, so a process one of them
+ * starts inherits the program's mask (issue 21 item 1). */
+void os_program_mask_save(void);
+/* Sends sig to kernel thread tid of this process (tgkill). 0 or errno. */
+int os_thread_signal(int tid, int sig);
+/* Queues sig with *info on kernel thread tid of this process
+ * (rt_tgsigqueueinfo; within the process any si_code is allowed). */
+int os_thread_sigqueue(int tid, int sig, const siginfo_t *info);
+/* The interrupted program counter of a signal handler's context. */
+uintptr_t os_context_pc(const void *ucontext);
+
 /* Gives the calling kernel thread an alternate signal stack if it has none,
  * so the overflow handler can run after its stack is exhausted. Returns the
  * memory to release with os_altstack_release (NULL if none was installed). */

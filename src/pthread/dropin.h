@@ -59,6 +59,12 @@ struct dropin_thread {
   int sched_policy;
   struct sched_param sched_param;
   char name[16];
+  /* signal.c: the thread's signal mask, its pending set, and the set it
+   * waits for in sigwait/sigtimedwait (0: none); bit sig - 1 for signals
+   * 1..64. A new record has all three empty. */
+  _Atomic uint64_t sig_mask;
+  _Atomic uint64_t sig_pending;
+  _Atomic uint64_t sig_waiting;
   struct dropin_thread *cache_next; /* in a worker's free-record cache */
 };
 
@@ -78,6 +84,51 @@ size_t dropin_stack_for_runtime(void);
 void dropin_stack_init(void);
 /* Makes sure the runtime runs (the constructor starts it). */
 void dropin_ensure_runtime(void);
+/* signal.c: per-thread signals (docs/dropin.md). init_early claims the
+ * interrupt signal before the runtime starts (its workers unblock it);
+ * init_late, on main's flow once it runs, gives main the process's mask and
+ * starts the signal thread. inherit gives a new thread its creator's mask;
+ * exit drops what is pending for an ending thread (finish() calls it under
+ * done.lock once `exited` is set, only when sig_pending is not 0: signal.c
+ * sets bits under the same lock); fork_child resets the machinery in a
+ * fork child and starts its signal thread. */
+void dropin_signal_init_early(void);
+void dropin_signal_init_late(void);
+void dropin_signal_exit(struct dropin_thread *r);
+void dropin_signal_fork_child(void);
+/* After an interruptible wait ended with ECANCELED and no cancellation
+ * acted: clears the interruption and delivers the calling thread's pending
+ * signals. Returns 0 when nothing was delivered (the wait may go on),
+ * DROPIN_SIG_RESTART when every handler that ran had SA_RESTART, else
+ * DROPIN_SIG_EINTR. */
+enum { DROPIN_SIG_NONE = 0, DROPIN_SIG_RESTART = 1, DROPIN_SIG_EINTR = 2 };
+int dropin_signal_interrupted(void);
+/* The calling swarm thread's mask, for process.c; false when the kernel
+ * thread's own mask is the caller's. */
+bool dropin_signal_thread_mask(sigset_t *out);
+/* pthread_cancel of a thread of asynchronous type: interrupts its worker
+ * if it runs, so the cancellation acts at once (signal.c). */
+void dropin_signal_kick_cancel(struct dropin_thread *r);
+
+/* pthread_create (signal.c's model): the new thread's mask is its
+ * creator's; its pending set, zeroed with the record, is empty. On
+ * pthread_create's fast path, so it costs a load and a branch until some
+ * thread has had a non-empty mask (dropin_masks_used, set by signal.c and
+ * never cleared). Relaxed: the thread's start publishes the record. A
+ * creator that is not a worker's thread gives the empty mask. */
+extern bool dropin_masks_used;
+static inline void dropin_signal_inherit(struct dropin_thread *child) {
+  if (likely(!__atomic_load_n(&dropin_masks_used, __ATOMIC_RELAXED)))
+    return;
+  struct worker *w = worker_current();
+  struct swarm_thread *t = w ? w->current : NULL;
+  struct dropin_thread *me =
+      t ? __atomic_load_n(&t->slots[SLOT_PTHREAD], __ATOMIC_RELAXED) : NULL;
+  uint64_t m =
+      me ? atomic_load_explicit(&me->sig_mask, memory_order_relaxed) : 0;
+  if (m)
+    atomic_store_explicit(&child->sig_mask, m, memory_order_relaxed);
+}
 
 /* Sets errno of the running kernel thread; safe after a context switch. */
 static inline int dropin_fail(int e) {

@@ -73,20 +73,33 @@ static inline void cancel_point(void) {
     dropin_testcancel();
 }
 
-/* A cancellation point around one I/O call. */
+/* A cancellation point around one I/O call. An interrupted wait that was
+ * not a cancellation was a signal (pthread/signal.c): its handler runs
+ * here, then the call fails with EINTR, or starts again when every handler
+ * that ran had SA_RESTART (nothing was transferred: the call returned
+ * -ECANCELED, not a count). */
 static long call(int fd, struct io_node *n) {
   cancel_point();
-  n->interruptible = true;
-  long r = io_do(fd, n, false);
-  if (r == -ECANCELED)
-    dropin_testcancel(); /* what interrupted the wait: acts, no return */
-  return io_fail(r);
+  for (;;) {
+    n->interruptible = true;
+    long r = io_do(fd, n, false);
+    if (r != -ECANCELED)
+      return io_fail(r);
+    dropin_testcancel(); /* a cancellation acts: no return */
+    if (dropin_signal_interrupted() == DROPIN_SIG_EINTR)
+      return io_fail(-EINTR);
+  }
 }
 
-/* After a readiness wait that may have been interrupted. */
+/* After a readiness wait that may have been interrupted: by a cancellation
+ * (acts), or by a signal, whose handler runs; poll, select and epoll_wait
+ * then fail with EINTR whatever SA_RESTART says, as on Linux. */
 static int waited(int r) {
-  if (r < 0 && *os_errno_location() == ECANCELED)
+  if (r < 0 && *os_errno_location() == ECANCELED) {
     dropin_testcancel();
+    dropin_signal_interrupted();
+    return dropin_fail(EINTR);
+  }
   return r;
 }
 

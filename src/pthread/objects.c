@@ -350,8 +350,11 @@ static int cond_wait(pthread_cond_t *c, pthread_mutex_t *m, int clock,
   }
   dropin_testcancel();
   int e = sync_cond_wait_x(AS_COND(c), AS_MUTEX(m), clock, t, true);
-  if (e == ECANCELED)
-    dropin_act_cancel();
+  if (e == ECANCELED) {
+    dropin_testcancel();         /* a cancellation acts: no return */
+    dropin_signal_interrupted(); /* a signal: a spurious wakeup */
+    e = 0;
+  }
   return e;
 }
 DROPIN_API int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {
@@ -666,8 +669,11 @@ DROPIN_API int sem_destroy(sem_t *s) {
 static int sem_wait_common(sem_t *s, uint64_t deadline) {
   dropin_testcancel();
   int e = sync_sem_wait_x(AS_SEM(s), deadline, true);
-  if (e == ECANCELED)
-    dropin_act_cancel();
+  if (e == ECANCELED) {
+    dropin_testcancel();         /* a cancellation acts: no return */
+    dropin_signal_interrupted(); /* a signal's handler ran */
+    e = EINTR;
+  }
   return e ? dropin_fail(e) : 0;
 }
 /* NPTL's semaphore (process-shared or named): a swarm thread waits in

@@ -1,8 +1,8 @@
 /*
  * pthread/thread.c — the drop-in's threads: pthread_create/join/detach/
  * exit/self/equal, deferred cancellation with cleanup handlers, thread
- * attributes and the per-thread calls (names, scheduling, affinity,
- * signals), fork, and starting the runtime when the library is loaded.
+ * attributes and the per-thread calls (names, scheduling, affinity),
+ * fork, and starting the runtime when the library is loaded.
  *
  * Starting. The constructor starts the runtime while the process is still
  * single-threaded, so main's flow is a swarm thread from its first
@@ -27,10 +27,12 @@
  * resumed on another. C++ and -fexceptions cleanups need forced unwinding,
  * which this does not do (docs/dropin.md).
  *
- * Cancellation is deferred (an asynchronous type is accepted and acted on
- * at the same points): pthread_cancel marks the record and interrupts the
+ * Cancellation: pthread_cancel marks the record and interrupts the
  * target's interruptible wait (sync_interrupt); cancellation points check
- * the mark on entry and run their wait interruptibly.
+ * the mark on entry and run their wait interruptibly. A target of
+ * asynchronous type is also interrupted where it computes (signal.c,
+ * dropin_signal_kick_cancel), and acts at the first safe point. An
+ * interrupted wait that finds no cancellation was a signal (signal.c).
  * The race between pthread_cancel and a thread that has not published its
  * descriptor yet is won by ordering: the canceller stores cancel_pending
  * then loads desc; the thread stores desc then loads cancel_pending at its
@@ -119,6 +121,12 @@ static struct dropin_thread *record_new(void) {
   return r;
 }
 
+/* main's record: what pthread_self() answers in a signal handler on a
+ * worker that runs no thread. signal.c keeps asynchronous signals off
+ * workers, so only a synchronous fault in the scheduler itself lands
+ * there; this keeps pthread_self() from reading through NULL even then. */
+static struct dropin_thread *main_record;
+
 struct dropin_thread *dropin_self(void) {
   struct swarm_thread *t = sync_self();
   struct dropin_thread *r =
@@ -172,9 +180,12 @@ void dropin_ensure_runtime(void) {
 
 __attribute__((constructor)) static void dropin_load(void) {
   dropin_stack_init();
+  dropin_signal_init_early(); /* before the workers start: they unblock it */
   dropin_ensure_runtime();
-  if (swarm_is_running())
-    (void)dropin_self(); /* main's record, while we are single-threaded */
+  if (swarm_is_running()) {
+    main_record = dropin_self(); /* while we are single-threaded */
+    dropin_signal_init_late();
+  }
 }
 
 /* ---- exit ---- */
@@ -189,6 +200,8 @@ _Noreturn static void finish(struct dropin_thread *r, void *value) {
   struct sync_waiter *list = NULL;
   sync_spin_lock(&r->done.lock);
   r->exited = true;
+  if (unlikely(atomic_load_explicit(&r->sig_pending, memory_order_relaxed)))
+    dropin_signal_exit(r); /* under done.lock, as signal.c posts */
   bool detached = r->detached;
   if (!detached) {
     __atomic_store_n(&r->done.done, 1, __ATOMIC_RELEASE);
@@ -280,8 +293,11 @@ DROPIN_API int pthread_cancel(pthread_t t) {
   }
   struct swarm_thread *d = atomic_load_explicit(&r->desc, memory_order_seq_cst);
   if (d && r->cancel_state == PTHREAD_CANCEL_ENABLE && !r->exited &&
-      !r->exiting)
+      !r->exiting) {
     sync_interrupt(d);
+    if (r->cancel_type == PTHREAD_CANCEL_ASYNCHRONOUS)
+      dropin_signal_kick_cancel(r); /* acts at once if it computes */
+  }
   return 0;
 }
 
@@ -360,6 +376,7 @@ DROPIN_API int pthread_create(pthread_t *out, const pthread_attr_t *attr,
     return EAGAIN;
   r->sched_policy = policy;
   r->sched_param = param;
+  dropin_signal_inherit(r); /* the creator's mask; nothing pending */
   r->fn = fn;
   r->arg = arg;
   r->created = true;
@@ -425,8 +442,13 @@ static int join_common(pthread_t t, void **ret, bool try, int clock,
   r->joiner = self;
   sync_spin_unlock(&r->done.lock);
   if (!try) {
-    int e = expired ? (r->done.done ? 0 : ETIMEDOUT)
-                    : sync_event_wait(&r->done, deadline, true);
+    int e;
+    while ((e = expired
+                    ? (r->done.done ? 0 : ETIMEDOUT)
+                    : sync_event_wait(&r->done, deadline, true)) == ECANCELED) {
+      dropin_testcancel();         /* a cancellation acts: no return */
+      dropin_signal_interrupted(); /* a signal's handler ran: wait on */
+    }
     if (e) {
       sync_spin_lock(&r->done.lock);
       r->joiner = NULL;
@@ -488,6 +510,8 @@ DROPIN_API int pthread_detach(pthread_t t) {
 }
 
 DROPIN_API pthread_t pthread_self(void) {
+  if (unlikely(!sync_self())) /* a worker that runs no thread */
+    return (pthread_t)main_record;
   return (pthread_t)dropin_self();
 }
 
@@ -611,30 +635,7 @@ DROPIN_API int pthread_getcpuclockid(pthread_t t, clockid_t *clock) {
   return ENOENT; /* a swarm thread has no kernel CPU clock of its own */
 }
 
-/* ---- signals ---- */
-
-/* The signal mask belongs to the kernel thread, i.e. the worker running
- * the caller (docs/dropin.md). */
-DROPIN_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
-  return libc_pthread_sigmask(how, set, old);
-}
-
-DROPIN_API int pthread_kill(pthread_t t, int sig) {
-  struct dropin_thread *r = dropin_lookup(t);
-  if (!r)
-    return ESRCH;
-  if (sig < 0 || sig >= NSIG)
-    return EINVAL;
-  if (r->exited)
-    return ESRCH;
-  if (sig == 0)
-    return 0;
-  if (r->external)
-    return libc_pthread_kill(r->kthread, sig);
-  if (r == dropin_self()) /* delivered here before we return */
-    return libc_pthread_kill(libc_pthread_self(), sig);
-  return ENOTSUP; /* no kernel thread belongs to another swarm thread */
-}
+/* ---- signals: signal.c ---- */
 
 /* ---- yield ---- */
 
@@ -670,6 +671,7 @@ DROPIN_API int dropin_pthread_yield(void) {
 static void fork_child_restart(void) {
   swarm_config_t cfg = dropin_config();
   start_failed(runtime_fork_child(&cfg));
+  main_record = NULL; /* the caller's record is the child's main */
   struct dropin_thread *r =
       __atomic_load_n(&sync_self()->slots[SLOT_PTHREAD], __ATOMIC_ACQUIRE);
   if (r) {
@@ -684,7 +686,10 @@ static void fork_child_restart(void) {
 DROPIN_API pid_t fork(void) {
   bool running = swarm_is_running();
   pid_t pid = libc_fork();
-  if (pid == 0 && running)
+  if (pid == 0 && running) {
     fork_child_restart();
+    main_record = dropin_self();
+    dropin_signal_fork_child();
+  }
   return pid;
 }

@@ -43,6 +43,8 @@ int swarm_cond_destroy(swarm_cond_t *c) {
   return busy ? EBUSY : 0;
 }
 
+void (*sync_wait_interrupted_hook)(void);
+
 int sync_cond_wait_x(swarm_cond_t *c, swarm_mutex_t *m, int clock,
                      const struct timespec *abstime, bool interruptible) {
   if (!c || !m)
@@ -75,6 +77,8 @@ int sync_cond_wait_x(swarm_cond_t *c, swarm_mutex_t *m, int clock,
   uint32_t depth = sync_mutex_release_all(m); /* lock order: cond -> mutex */
   r = sync_wait_park(&w);
   sync_wait_end(&w);
+  if (r == ECANCELED && sync_wait_interrupted_hook)
+    sync_wait_interrupted_hook(); /* before the mutex: see sync.h */
   sync_mutex_reacquire(m, depth);
   return r;
 }

@@ -206,6 +206,11 @@ void sync_thread_exit(struct swarm_thread *self);
 int sync_interrupt(struct swarm_thread *t);
 void sync_interrupt_clear(struct swarm_thread *t);
 bool sync_interrupt_pending(struct swarm_thread *self);
+/* Set by the drop-in (pthread/signal.c): called by an interrupted
+ * condition wait before it takes the mutex back, so that a signal's
+ * handler runs where NPTL runs it, without the mutex (a handler that takes
+ * it would otherwise deadlock on its own thread). */
+extern void (*sync_wait_interrupted_hook)(void);
 
 /* Interruptible waits outside sync (the I/O layer's parks). While one is
  * registered, sync_interrupt calls hook(arg) under the record's lock; the

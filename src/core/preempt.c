@@ -1,0 +1,163 @@
+/*
+ * core/preempt.c — asynchronous preemption (as Go's since 1.14): a swarm
+ * thread that computes for a time slice while other threads wait on its
+ * worker is interrupted by a signal and switched away from at the
+ * interrupt, when that is safe.
+ *
+ * Who asks. The monitor (monitor.c) already counts, per worker, the ticks
+ * in which the worker switched no thread; preempt_tick asks for a
+ * preemption when that reaches PREEMPT_TICKS with threads queued on the
+ * worker (deque or ready queue): it sets worker.preempt_requested and sends
+ * the interrupt signal (os_interrupt_signal) to the worker's kernel
+ * thread. Nothing is added to spawn, exit, park or the scheduler loop: the
+ * cost when no thread is preempted is the monitor's one call per worker
+ * and tick.
+ *
+ * When it is safe: swarm_preempt_safe. The handler runs on the interrupted
+ * thread's stack; switching away there is what a park does, except for
+ * state the interrupted code holds that another thread on the same kernel
+ * thread could trip over:
+ *  - the runtime's own state (a half-done switch, where worker.current
+ *    already names the next thread; a spinlock): refused when the
+ *    interrupted program counter is in the runtime's code (the object that
+ *    contains this file: libswarm.so or libswarm-pthread.so; a program
+ *    that links libswarm statically has its own code in that object too,
+ *    so it is never preempted);
+ *  - the C library's and the dynamic loader's internal locks (malloc's
+ *    arenas, stdio's, the loader's), which belong to the kernel thread, so
+ *    a second swarm thread on the same worker would deadlock or enter
+ *    them: refused when the program counter is in libc.so or ld.so.
+ *    Locks taken through pthread_mutex_lock (libstdc++, libgcc's unwinder,
+ *    the program's) are swarm's under the drop-in and may be held across
+ *    a preemption like across any park;
+ *  - a signal handler, or one of the drop-in's windows where the worker
+ *    runs with the thread's own mask: refused when the interrupted
+ *    context's mask is not the worker's.
+ * A refused preemption is asked again at the next tick.
+ *
+ * The switch. The handler restores the worker's mask (the kernel blocked
+ * everything while it runs), pins the thread to this worker and yields:
+ * it goes to this worker's ready queue, and resumes here, returning
+ * through the handler and the kernel's sigreturn to the interrupted
+ * instruction. Pinning keeps the kernel thread the same across the
+ * interruption, so an address of a thread-local variable the interrupted
+ * code holds in a register stays right, and sigreturn restores the mask of
+ * the worker it was taken on. Spares are preempted too (a thread queued on
+ * a spare that computes would otherwise wait for it forever); pinning to a
+ * spare is safe, as a spare retires only after finding nothing to run,
+ * its own ready queue included.
+ */
+#include <link.h>
+#include <string.h>
+#include <ucontext.h>
+
+#include "core/core.h"
+#include "os/sys.h"
+
+#define PREEMPT_TICKS 2 /* monitor ticks: 1 to 20 ms */
+#define PREEMPT_RANGES 4
+
+static struct {
+  bool enabled;
+  uint64_t worker_mask;
+  int nranges;
+  uintptr_t lo[PREEMPT_RANGES], hi[PREEMPT_RANGES];
+} preempt;
+
+#ifndef SWARM_ASAN
+static void add_range(uintptr_t lo, uintptr_t hi) {
+  if (preempt.nranges < PREEMPT_RANGES) {
+    preempt.lo[preempt.nranges] = lo;
+    preempt.hi[preempt.nranges] = hi;
+    preempt.nranges++;
+  }
+}
+
+static bool name_has(const char *name, const char *part) {
+  return name && strstr(name, part) != NULL;
+}
+
+/* Adds the executable segments of the runtime's object (the one that
+ * contains `arg`), libc and the dynamic loader. */
+static int find_ranges(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  uintptr_t self = (uintptr_t)arg;
+  bool system = name_has(info->dlpi_name, "/libc.so") ||
+                name_has(info->dlpi_name, "/ld-linux") ||
+                name_has(info->dlpi_name, "/ld64.so");
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+    if (p->p_type != PT_LOAD || !(p->p_flags & PF_X))
+      continue;
+    uintptr_t lo = info->dlpi_addr + p->p_vaddr, hi = lo + p->p_memsz;
+    if (system || (self >= lo && self < hi))
+      add_range(lo, hi);
+  }
+  return 0;
+}
+#endif
+
+bool swarm_preempt_enable(uint64_t worker_mask) {
+#ifdef SWARM_ASAN
+  (void)worker_mask;
+  return false; /* fiber switches from a signal handler: not under ASan */
+#else
+  if (!os_interrupt_signal)
+    return false;
+  preempt.nranges = 0;
+  dl_iterate_phdr(find_ranges, (void *)(uintptr_t)swarm_preempt_enable);
+  bool found = false;
+  for (int i = 0; i < preempt.nranges; i++)
+    if ((uintptr_t)swarm_preempt_enable >= preempt.lo[i] &&
+        (uintptr_t)swarm_preempt_enable < preempt.hi[i])
+      found = true;
+  if (!found)
+    return false;
+  preempt.worker_mask = worker_mask;
+  __atomic_store_n(&preempt.enabled, true, __ATOMIC_RELEASE);
+  return true;
+#endif
+}
+
+void preempt_tick(struct worker *w, uint32_t stalled, bool queued) {
+  if (!__atomic_load_n(&preempt.enabled, __ATOMIC_ACQUIRE) ||
+      stalled < PREEMPT_TICKS || !queued || !w->tid)
+    return;
+  atomic_store_explicit(&w->preempt_requested, 1, memory_order_relaxed);
+  os_thread_signal(w->tid, os_interrupt_signal);
+}
+
+static uint64_t mask_bits(const sigset_t *set) {
+  uint64_t b;
+  memcpy(&b, set, sizeof b); /* the kernel's layout: bit sig - 1 */
+  return b;
+}
+
+bool swarm_preempt_safe(const void *ucontext) {
+  if (!__atomic_load_n(&preempt.enabled, __ATOMIC_ACQUIRE))
+    return false;
+  uintptr_t pc = os_context_pc(ucontext);
+  if (!pc)
+    return false;
+  for (int i = 0; i < preempt.nranges; i++)
+    if (pc >= preempt.lo[i] && pc < preempt.hi[i])
+      return false;
+  const ucontext_t *uc = ucontext;
+  return mask_bits(&uc->uc_sigmask) == preempt.worker_mask;
+}
+
+void swarm_preempt_point(const void *ucontext) {
+  struct worker *w = worker_current();
+  if (!w || !w->current ||
+      !atomic_exchange_explicit(&w->preempt_requested, 0, memory_order_relaxed))
+    return;
+  if (!swarm_preempt_safe(ucontext))
+    return;
+  const ucontext_t *uc = ucontext;
+  sys_sigmask(SIG_SETMASK, &uc->uc_sigmask, NULL);
+  struct swarm_thread *self = w->current;
+  int16_t pinned = self->pinned_worker;
+  self->pinned_worker = (int16_t)w->id;
+  swarm_yield(); /* resumes on w: pinned */
+  self->pinned_worker = pinned;
+}
