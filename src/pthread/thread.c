@@ -361,10 +361,15 @@ DROPIN_API int pthread_create(pthread_t *out, const pthread_attr_t *attr,
     else if (stack > ((size_t)1 << 30))
       return EINVAL;
   }
-  /* Scheduling: the creator's unless the attribute says explicit. */
-  struct dropin_thread *self = dropin_self();
-  int policy = self->sched_policy, inherit = PTHREAD_INHERIT_SCHED;
-  struct sched_param param = self->sched_param;
+  /* Scheduling: the creator's unless the attribute says explicit. Without a
+   * running runtime (it could not start) there is no record to adopt: the
+   * create below answers EAGAIN, so defaults do. */
+  struct dropin_thread *self = sync_self() ? dropin_self() : NULL;
+  int policy = self ? self->sched_policy : SCHED_OTHER;
+  int inherit = PTHREAD_INHERIT_SCHED;
+  struct sched_param param = {0};
+  if (self)
+    param = self->sched_param;
   if (attr && !pthread_attr_getinheritsched(attr, &inherit) &&
       inherit == PTHREAD_EXPLICIT_SCHED &&
       (pthread_attr_getschedpolicy(attr, &policy) ||
