@@ -3,14 +3,14 @@
  * of each rank's MPI window, the per-rank runtime state, and the handle
  * encodings. One rank = one worker = this process's main kernel thread, so
  * the state is a plain static struct (same address on every rank, different
- * contents).
+ * contents), which every file reaches through the pointer `dist`.
  *
  * Window of every rank (MPI_Win_allocate, displacement unit 1), at offsets
  * the same on all ranks:
  *
  *   0          dist_meta: deque lock/top/bottom, termination flag, inbox
  *              indices, then the deque entries and the inbox slots
- *   off_rec    join records (dist_rec), one per live thread created here
+ *   off_records join records (dist_rec), one per live thread created here
  *   off_evac   evacuated stacks of suspended threads (dist_evac + frames)
  *   off_global swarm_global_alloc's heap
  *   off_region the uni-address region, page aligned: the same pages are
@@ -121,18 +121,18 @@ typedef struct dist_req {
 typedef struct dist_state {
   int initialized, in_run;
   int rank, nranks;
-  swarm_dist_steal_t steal;
+  swarm_dist_steal_t steal_mode;
   MPI_Win win;
-  MPI_Comm comm; /* message steals and termination */
-  char *base;    /* this rank's window memory */
+  MPI_Comm comm;  /* message steals and termination */
+  char *win_base; /* this rank's window memory */
   dist_meta_t *meta;
-  dist_rec_t *rec;
-  size_t nrec;
-  size_t off_rec, off_evac, off_global, off_region;
+  dist_rec_t *records;
+  size_t n_records;
+  size_t off_records, off_evac, off_global, off_region;
   size_t evac_size, global_size, region_size;
   uint64_t run;
-  /* records: free list and bump index */
-  uint64_t rec_free, rec_bump;
+  /* join records: free list and bump index */
+  uint64_t records_free, records_bump;
   /* evacuation heap: size classes, bump offset, remotely freed pending */
   uint64_t evac_free[DIST_EVAC_CLASSES];
   uint64_t evac_bump;
@@ -140,21 +140,22 @@ typedef struct dist_state {
   size_t n_pending, cap_pending;
   uint64_t global_bump;
   /* the running thread: top of its stack and handle */
-  uint64_t cur_base, cur_thread;
-  void *sched_sp;   /* the scheduler context (main thread's stack) */
-  void *spawn_sp;   /* save slot of swarm_spawn (read by its after hook) */
-  void *scratch_sp; /* save slot of contexts that never resume */
-  dist_req_t req;
-  unsigned poll_count;
-  uint64_t rng;
+  uint64_t cur_stack_top, cur_thread;
+  void *sched_sp;     /* the scheduler context (main thread's stack) */
+  void *spawn_sp;     /* save slot of swarm_spawn (read by its after hook) */
+  void *scratch_sp;   /* save slot of contexts that never resume */
+  dist_req_t handoff; /* what a thread hands the scheduler */
+  unsigned spawns_since_poll;
+  uint64_t rng_state;
   swarm_dist_stats_t stats;
   /* latest steals: total, lock, index, entry, frames, unlock (ns), bytes */
   uint32_t steal_samples[DIST_STEAL_SAMPLES][7];
   uint64_t n_steal_samples; /* ever recorded since the last reset */
 } dist_state_t;
 
-extern dist_state_t swarm_dist_g;
-#define D swarm_dist_g
+/* The one instance (init.c), reached in every file through `dist`. */
+extern dist_state_t swarm_dist_state;
+static dist_state_t *const dist = &swarm_dist_state;
 
 /* sched.c */
 void swarm_dist_sched_reset(void);

@@ -16,36 +16,38 @@
 void swarm_dist_faa(int rank, uint64_t off, int64_t v, uint64_t *old) {
   uint64_t dummy;
   MPI_Fetch_and_op(&v, old ? old : &dummy, MPI_INT64_T, rank, (MPI_Aint)off,
-                   MPI_SUM, D.win);
-  MPI_Win_flush(rank, D.win);
+                   MPI_SUM, dist->win);
+  MPI_Win_flush(rank, dist->win);
 }
 
 void swarm_dist_get(void *dst, int rank, uint64_t off, size_t n) {
   if (n == 0)
     return;
-  MPI_Get(dst, (int)n, MPI_BYTE, rank, (MPI_Aint)off, (int)n, MPI_BYTE, D.win);
-  MPI_Win_flush(rank, D.win);
+  MPI_Get(dst, (int)n, MPI_BYTE, rank, (MPI_Aint)off, (int)n, MPI_BYTE,
+          dist->win);
+  MPI_Win_flush(rank, dist->win);
 }
 
 void swarm_dist_put(int rank, uint64_t off, const void *src, size_t n) {
   if (n == 0)
     return;
-  MPI_Put(src, (int)n, MPI_BYTE, rank, (MPI_Aint)off, (int)n, MPI_BYTE, D.win);
-  MPI_Win_flush(rank, D.win);
+  MPI_Put(src, (int)n, MPI_BYTE, rank, (MPI_Aint)off, (int)n, MPI_BYTE,
+          dist->win);
+  MPI_Win_flush(rank, dist->win);
 }
 
 swarm_gptr_t swarm_global_alloc(size_t size) {
-  if (!D.initialized)
+  if (!dist->initialized)
     return SWARM_GPTR_NULL;
   size = (size + 7) & ~(size_t)7;
   if (size == 0)
     size = 8;
-  if (D.global_bump + size > D.global_size)
+  if (dist->global_bump + size > dist->global_size)
     return SWARM_GPTR_NULL;
-  uint64_t off = D.off_global + D.global_bump;
-  D.global_bump += size;
-  memset(D.base + off, 0, size);
-  return dist_gref(D.rank, off);
+  uint64_t off = dist->off_global + dist->global_bump;
+  dist->global_bump += size;
+  memset(dist->win_base + off, 0, size);
+  return dist_gref(dist->rank, off);
 }
 
 int swarm_gptr_rank(swarm_gptr_t p) {
