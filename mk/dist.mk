@@ -8,7 +8,7 @@
 #                    creation cost vs the shared-memory runtime, one steal's
 #                    latency and breakdown, UTS/BTC throughput for P = 1, 2,
 #                    RMA vs message stealing; JSON lines to $(DIST_RESULTS)
-DEPS_GROUPS += mpi
+DEPS_GROUPS += mpi cluster
 EXTRA_TESTS += test-dist
 
 DIST_RESULTS ?= $(BUILD)/bench/dist-results.jsonl
