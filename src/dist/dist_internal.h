@@ -5,8 +5,8 @@
  * the state is a plain static struct (same address on every rank, different
  * contents), which every file reaches through the pointer `dist`.
  *
- * Window of every rank (MPI_Win_allocate, displacement unit 1), at offsets
- * the same on all ranks:
+ * Window of every rank (displacement unit 1; window.c says how it is made,
+ * shared or created), at offsets the same on all ranks:
  *
  *   0          dist_meta: deque lock/top/bottom, termination flag, inbox
  *              indices, then the deque entries and the inbox slots
@@ -14,9 +14,9 @@
  *   off_evac   evacuated stacks of suspended threads (dist_evac + frames)
  *   off_global swarm_global_alloc's heap
  *   off_region the uni-address region, page aligned: the same pages are
- *              also mapped at DIST_UNI_BASE (mremap of the shared window
- *              memory), where threads run. Thieves read a victim's frames
- *              through the window.
+ *              those at DIST_UNI_BASE, where threads run (an alias of the
+ *              shared window memory, or the window itself when created).
+ *              Thieves read a victim's frames through the window.
  *
  * Words written by one side and read by the other with plain loads/stores
  * rely on MPI_WIN_UNIFIED (checked at init) and aligned 8-byte accesses
@@ -28,6 +28,7 @@
 #define SWARM_DIST_INTERNAL_H
 
 #include <mpi.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +122,18 @@ typedef struct dist_req {
 typedef struct dist_state {
   int initialized, in_run;
   int rank, nranks;
+  int n_nodes;      /* ranks that share memory count as one node */
+  int window_path;  /* 0 shared (MPI_Win_allocate), 1 created */
+  int thread_level; /* what MPI_Init_thread provided */
+  int spawn_poll;   /* a running thread polls MPI at spawns */
+  char node_name[MPI_MAX_PROCESSOR_NAME];
+  /* progress thread of the created path (window.c), and the lock that
+   * serialises its MPI calls with the main thread's */
+  int progress_on, progress_stop;
+  int mpi_lock, mpi_held; /* mpi_held: main thread only */
+  uint64_t progress_ns;
+  MPI_Comm progress_comm;
+  pthread_t progress_thread;
   swarm_dist_steal_t steal_mode;
   MPI_Win win;
   MPI_Comm comm;  /* message steals and termination */
@@ -165,6 +178,29 @@ void swarm_dist_serve_requests(void);
 void swarm_dist_record_steal(uint64_t total, uint64_t lock, uint64_t index,
                              uint64_t entry, uint64_t frames, uint64_t unlock,
                              uint64_t bytes);
+
+/* window.c */
+int swarm_dist_window_setup(void);
+void swarm_dist_window_free(void);
+void swarm_dist_progress_poll(void);
+void swarm_dist_mpi_lock(void);
+void swarm_dist_mpi_unlock(void);
+
+/* MPI_THREAD_SERIALIZED with the progress thread (created window only):
+ * the main thread holds the MPI lock except while it runs thread code.
+ * Thread code that calls MPI takes it around the calls (dist_mpi_enter
+ * returns whether it took it, for dist_mpi_exit); the scheduler gives it
+ * up around each switch into a thread. */
+static inline int dist_mpi_enter(void) {
+  if (__builtin_expect(!dist->progress_on || dist->mpi_held, 1))
+    return 0;
+  swarm_dist_mpi_lock();
+  return 1;
+}
+static inline void dist_mpi_exit(int took) {
+  if (took)
+    swarm_dist_mpi_unlock();
+}
 
 /* global.c: window access helpers */
 void swarm_dist_faa(int rank, uint64_t off, int64_t v, uint64_t *old);

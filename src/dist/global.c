@@ -4,10 +4,11 @@
  * the public swarm_global_* memory built on them.
  *
  * Every helper completes its operation (MPI_Win_flush) before returning, so
- * callers can order accesses by program order. The window is opened once
- * with MPI_Win_lock_all at init and stays in a passive-target epoch.
- * Global memory is a bump heap per rank (off_global .. + global_size),
- * released as a whole at swarm_dist_finalize.
+ * callers can order accesses by program order. Called from thread code
+ * too: each takes the MPI lock when the progress thread runs (window.c). The
+ * window is opened once with MPI_Win_lock_all at init and stays in a
+ * passive-target epoch. Global memory is a bump heap per rank (off_global .. +
+ * global_size), released as a whole at swarm_dist_finalize.
  */
 #include "dist_internal.h"
 
@@ -15,25 +16,31 @@
 
 void swarm_dist_faa(int rank, uint64_t off, int64_t v, uint64_t *old) {
   uint64_t dummy;
+  int took = dist_mpi_enter();
   MPI_Fetch_and_op(&v, old ? old : &dummy, MPI_INT64_T, rank, (MPI_Aint)off,
                    MPI_SUM, dist->win);
   MPI_Win_flush(rank, dist->win);
+  dist_mpi_exit(took);
 }
 
 void swarm_dist_get(void *dst, int rank, uint64_t off, size_t n) {
   if (n == 0)
     return;
+  int took = dist_mpi_enter();
   MPI_Get(dst, (int)n, MPI_BYTE, rank, (MPI_Aint)off, (int)n, MPI_BYTE,
           dist->win);
   MPI_Win_flush(rank, dist->win);
+  dist_mpi_exit(took);
 }
 
 void swarm_dist_put(int rank, uint64_t off, const void *src, size_t n) {
   if (n == 0)
     return;
+  int took = dist_mpi_enter();
   MPI_Put(src, (int)n, MPI_BYTE, rank, (MPI_Aint)off, (int)n, MPI_BYTE,
           dist->win);
   MPI_Win_flush(rank, dist->win);
+  dist_mpi_exit(took);
 }
 
 swarm_gptr_t swarm_global_alloc(size_t size) {

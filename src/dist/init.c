@@ -1,9 +1,9 @@
 /*
  * dist/init.c — bringing the distributed runtime up and down: the steal
  * mode, ASLR (re-exec with ADDR_NO_RANDOMIZE before MPI_Init, then a
- * cross-rank check of every mapped object's load address), the per-rank
- * MPI window and its uni-address alias, swarm_dist_run's collective
- * framing, and the counters.
+ * cross-rank check of every mapped object's load address), the order of
+ * setup (window.c makes the window and the uni-address region),
+ * swarm_dist_run's collective framing, and the counters.
  *
  * Invariants: after a successful swarm_dist_init every rank has the same
  * load address for every object, the window is in a passive-target epoch
@@ -18,7 +18,6 @@
 #include <link.h>
 #include <stdarg.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/personality.h>
 #include <unistd.h>
 
@@ -166,6 +165,19 @@ static int check_addresses(void) {
   return bad ? EADDRNOTAVAIL : 0;
 }
 
+/* Open MPI: Debian's openmpi-mca-params.conf disables osc pt2pt, the
+ * only one-sided component that works between nodes without RDMA hardware
+ * (osc rdma over TCP cannot create windows). Unless the user chose the osc
+ * components, allow it again for this process (sm and rdma still rank
+ * above it where they work). */
+static void default_osc(void) {
+#ifdef OPEN_MPI
+  const char *w = getenv("SWARM_DIST_WINDOW");
+  if (!getenv("OMPI_MCA_osc") && !(w && strcmp(w, "shared") == 0))
+    setenv("OMPI_MCA_osc", "^ucx", 0);
+#endif
+}
+
 /* ---- configuration ----------------------------------------------------- */
 
 static int parse_size(const char *env, size_t dflt, size_t *out) {
@@ -234,101 +246,6 @@ static int take_steal_flag(int *argc, char **argv, swarm_dist_steal_t *out) {
   return e;
 }
 
-/* ---- the window -------------------------------------------------------- */
-
-static int setup_window(void) {
-  long page = sysconf(_SC_PAGESIZE);
-  size_t nrec = (size_t)1 << 18;
-  dist->n_records = nrec;
-  dist->off_records = (sizeof(dist_meta_t) + 63) & ~(size_t)63;
-  dist->off_evac = dist->off_records + nrec * sizeof(dist_rec_t);
-  dist->off_global = dist->off_evac + dist->evac_size;
-  size_t region_unaligned = dist->off_global + dist->global_size;
-  size_t total = region_unaligned + dist->region_size + 2 * (size_t)page;
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "alloc_shared_noncontig", "true");
-  int e = MPI_Win_allocate((MPI_Aint)total, 1, info, MPI_COMM_WORLD,
-                           &dist->win_base, &dist->win);
-  MPI_Info_free(&info);
-  if (e != MPI_SUCCESS)
-    return ENOMEM;
-  int *model, flag;
-  MPI_Win_get_attr(dist->win, MPI_WIN_MODEL, &model, &flag);
-  int ok = flag && *model == MPI_WIN_UNIFIED;
-  if (!ok && dist->rank == 0)
-    fprintf(stderr, "swarm-dist: this MPI's windows are not "
-                    "MPI_WIN_UNIFIED\n");
-  /* The region starts on a page boundary of this rank's window memory;
-   * offsets must agree across ranks, so take the largest. */
-  uintptr_t b = (uintptr_t)dist->win_base + region_unaligned;
-  uint64_t off =
-      (uint64_t)(((b + (uintptr_t)page - 1) & ~((uintptr_t)page - 1)) -
-                 (uintptr_t)dist->win_base);
-  uint64_t max_off;
-  MPI_Allreduce(&off, &max_off, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-  dist->off_region = max_off;
-  /* This rank's offset may then be misaligned: allocate was 2 pages
-   * larger, so the first aligned offset >= max_off exists; all ranks' bases
-   * are page+const aligned in practice. Check and fail together. */
-  void *src = dist->win_base + dist->off_region;
-  if (ok && ((uintptr_t)src & ((uintptr_t)page - 1)) != 0) {
-    fprintf(stderr,
-            "swarm-dist: rank %d: window memory not aligned alike "
-            "on every rank\n",
-            dist->rank);
-    ok = 0;
-  }
-  if (ok) {
-    void *want = (void *)DIST_UNI_BASE;
-    void *res = mmap(want, dist->region_size, PROT_NONE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-    if (res != want) {
-      fprintf(stderr,
-              "swarm-dist: rank %d: address range %p..+%zu for the "
-              "uni-address region is taken: %s\n",
-              dist->rank, want, dist->region_size, strerror(errno));
-      if (res != MAP_FAILED)
-        munmap(res, dist->region_size);
-      ok = 0;
-    } else {
-      /* old_size 0: a second mapping of the same (shared) pages. Alone,
-       * no thief ever reads the region through the window (and Open MPI
-       * then gives private memory): plain anonymous memory will do. */
-      if (dist->nranks == 1)
-        res = mmap(want, dist->region_size, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-      else
-        res = mremap(src, 0, dist->region_size, MREMAP_MAYMOVE | MREMAP_FIXED,
-                     want);
-      if (res != want) {
-        fprintf(stderr,
-                "swarm-dist: rank %d: cannot map the MPI window at "
-                "the uni-address (mremap: %s); the window memory "
-                "must be shareable (Open MPI osc sm/rdma on one "
-                "node)\n",
-                dist->rank, strerror(errno));
-        munmap(want, dist->region_size);
-        ok = 0;
-      }
-    }
-  }
-  int all_ok;
-  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (!all_ok) {
-    if (ok)
-      munmap((void *)DIST_UNI_BASE, dist->region_size);
-    MPI_Win_free(&dist->win);
-    return ENOTSUP;
-  }
-  dist->meta = (dist_meta_t *)dist->win_base;
-  dist->records = (dist_rec_t *)(dist->win_base + dist->off_records);
-  memset(dist->meta, 0, sizeof *dist->meta);
-  MPI_Barrier(MPI_COMM_WORLD);
-  MPI_Win_lock_all(MPI_MODE_NOCHECK, dist->win);
-  return 0;
-}
-
 /* ---- public entry points ----------------------------------------------- */
 
 int swarm_dist_init(int *argc, char ***argv) {
@@ -363,11 +280,16 @@ int swarm_dist_init(int *argc, char ***argv) {
     e = parse_size("SWARM_DIST_HEAP", (size_t)32 << 20, &heap);
   if (!e)
     e = parse_size("SWARM_DIST_GLOBAL", (size_t)16 << 20, &global);
-  int provided;
-  if (!inited)
-    MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+  if (!inited) {
+    default_osc();
+    /* SERIALIZED for the created path's progress thread (window.c). */
+    MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &dist->thread_level);
+  } else
+    MPI_Query_thread(&dist->thread_level);
   MPI_Comm_rank(MPI_COMM_WORLD, &dist->rank);
   MPI_Comm_size(MPI_COMM_WORLD, &dist->nranks);
+  int name_len;
+  MPI_Get_processor_name(dist->node_name, &name_len);
   /* Configuration errors are local; agree on failing. */
   int any;
   MPI_Allreduce(&e, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
@@ -378,7 +300,7 @@ int swarm_dist_init(int *argc, char ***argv) {
     dist->region_size = region;
     dist->evac_size = heap;
     dist->global_size = global;
-    any = setup_window();
+    any = swarm_dist_window_setup();
   }
   if (any) {
     MPI_Finalize();
@@ -386,7 +308,17 @@ int swarm_dist_init(int *argc, char ***argv) {
   }
   MPI_Comm_dup(MPI_COMM_WORLD, &dist->comm);
   dist->rng_state = 0x9e3779b97f4a7c15ull * (uint64_t)(dist->rank + 1);
+  dist->spawn_poll =
+      dist->steal_mode == SWARM_DIST_STEAL_MSG || dist->window_path == 1;
   dist->initialized = 1;
+  const char *stats = getenv("SWARM_STATS");
+  if (stats && *stats && strcmp(stats, "0") != 0 && dist->rank == 0)
+    fprintf(stderr,
+            "swarm-dist: %d ranks on %d nodes, window %s, %s stealing, "
+            "progress thread %s\n",
+            dist->nranks, dist->n_nodes, swarm_dist_window_path(),
+            dist->steal_mode == SWARM_DIST_STEAL_MSG ? "message" : "RMA",
+            dist->progress_on ? "on" : "off");
   return 0;
 #endif
 }
@@ -395,9 +327,7 @@ int swarm_dist_finalize(void) {
   if (!dist->initialized || dist->in_run)
     return EPERM;
   MPI_Barrier(MPI_COMM_WORLD);
-  MPI_Win_unlock_all(dist->win);
-  munmap((void *)DIST_UNI_BASE, dist->region_size);
-  MPI_Win_free(&dist->win);
+  swarm_dist_window_free();
   MPI_Comm_free(&dist->comm);
   free(dist->evac_pending);
   memset(dist, 0, sizeof *dist);
@@ -429,6 +359,9 @@ int swarm_dist_rank(void) {
 }
 int swarm_dist_ranks(void) {
   return dist->initialized ? dist->nranks : 0;
+}
+int swarm_dist_nodes(void) {
+  return dist->initialized ? dist->n_nodes : 0;
 }
 swarm_dist_steal_t swarm_dist_steal_mode(void) {
   return dist->steal_mode;

@@ -43,8 +43,8 @@
 #define TAG_REQ 71
 #define TAG_REP 72
 #define TAG_FRAMES 73
-/* Message stealing: a running thread answers requests every this many
- * spawns (a power of two). */
+/* A running thread answers message steals, or lets MPI progress thieves'
+ * RMA (created window), every this many spawns (a power of two). */
 #define DIST_POLL_SPAWNS 32
 
 static inline void compiler_barrier(void) {
@@ -282,6 +282,17 @@ static _Noreturn void thread_exit(void *result) {
   swarm_arch_resume(dist->sched_sp, NULL, &dist->handoff);
 }
 
+/* Every DIST_POLL_SPAWNS spawns, when a thief needs this rank in MPI:
+ * answer message steals, or (created window) let MPI apply RMA. */
+static void spawn_safe_point(void) {
+  int took = dist_mpi_enter();
+  if (dist->steal_mode == SWARM_DIST_STEAL_MSG)
+    swarm_dist_serve_requests();
+  else
+    swarm_dist_progress_poll();
+  dist_mpi_exit(took);
+}
+
 int swarm_spawn(swarm_thread_t *thread, const swarm_attr_t *attr,
                 void *(*fn)(void *), void *arg) {
   if (!thread || !fn)
@@ -307,9 +318,9 @@ int swarm_spawn(swarm_thread_t *thread, const swarm_attr_t *attr,
                    after_push_parent, &a);
   /* Here again: the child finished (or the parent was stolen and resumed
    * on another rank, maybe with the child still running). */
-  if (dist->steal_mode == SWARM_DIST_STEAL_MSG &&
+  if (dist->spawn_poll &&
       (++dist->spawns_since_poll & (DIST_POLL_SPAWNS - 1)) == 0)
-    swarm_dist_serve_requests();
+    spawn_safe_point();
   return 0;
 }
 
@@ -367,8 +378,8 @@ int swarm_dist_creator(swarm_thread_t t) {
 }
 
 void swarm_dist_poll(void) {
-  if (dist->in_run && dist->steal_mode == SWARM_DIST_STEAL_MSG)
-    swarm_dist_serve_requests();
+  if (dist->in_run && dist->spawn_poll)
+    spawn_safe_point();
 }
 
 /* ---- HIVE: remote creation --------------------------------------------- */
@@ -570,13 +581,26 @@ static void idle_backoff(uint64_t *ns) {
     *ns *= 2;
 }
 
+/* Around every switch from the scheduler into thread code: the MPI lock
+ * is the progress thread's while threads run (window.c). */
+static inline void leave_scheduler(void) {
+  if (dist->progress_on)
+    swarm_dist_mpi_unlock();
+}
+static inline void *back_in_scheduler(void *transfer) {
+  if (dist->progress_on)
+    swarm_dist_mpi_lock();
+  return transfer;
+}
+
 /* Switches to a thread whose frames are in place at e->sp; returns what
  * the next thread to come back to the scheduler hands it. */
 static void *run_entry(const dist_entry_t *e, void *transfer) {
   dist->cur_stack_top = e->base;
   dist->cur_thread = e->thread;
-  return swarm_arch_switch(&dist->sched_sp, (void *)(uintptr_t)e->sp, NULL,
-                           transfer);
+  leave_scheduler();
+  return back_in_scheduler(swarm_arch_switch(
+      &dist->sched_sp, (void *)(uintptr_t)e->sp, NULL, transfer));
 }
 
 static void *start_thread(void *(*fn)(void *), void *arg, uint64_t h) {
@@ -587,8 +611,9 @@ static void *start_thread(void *(*fn)(void *), void *arg, uint64_t h) {
   a.base = region_top();
   dist->cur_stack_top = a.base;
   dist->cur_thread = h;
-  return swarm_arch_start(&dist->sched_sp, (void *)(uintptr_t)a.base,
-                          thread_entry, NULL, &a);
+  leave_scheduler();
+  return back_in_scheduler(swarm_arch_start(
+      &dist->sched_sp, (void *)(uintptr_t)a.base, thread_entry, NULL, &a));
 }
 
 /* Copies an evacuated thread back into the region (same addresses). */
@@ -690,7 +715,9 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
       xfer = NULL;
       if (q->kind == DIST_REQ_SUSPEND) {
         if (handle_suspend()) {
-          xfer = swarm_arch_switch(&dist->sched_sp, dist->spawn_sp, NULL, NULL);
+          leave_scheduler();
+          xfer = back_in_scheduler(
+              swarm_arch_switch(&dist->sched_sp, dist->spawn_sp, NULL, NULL));
           continue;
         }
         if (deq_pop(&e)) { /* its parent continues, as if it had returned */
