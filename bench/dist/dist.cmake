@@ -19,3 +19,11 @@ foreach(w ${SWARM_BENCH_WORKLOADS})
   endif()
   add_dependencies(bench_dist bench_dist_${w})
 endforeach()
+# How long work waits for a thief while its victim computes (issue 14).
+add_executable(bench_dist_steal_busy ${CMAKE_CURRENT_LIST_DIR}/steal_busy.c)
+set_target_properties(bench_dist_steal_busy PROPERTIES OUTPUT_NAME steal_busy
+  RUNTIME_OUTPUT_DIRECTORY ${SWARM_BENCH_DIST_DIR})
+target_link_libraries(bench_dist_steal_busy PRIVATE swarm_dist_static
+  bench_common MPI::MPI_C)
+target_compile_options(bench_dist_steal_busy PRIVATE ${SWARM_DIST_CFLAGS})
+add_dependencies(bench_dist bench_dist_steal_busy)
