@@ -113,6 +113,7 @@ static inline void dist_bench_report(dist_bench_t *b, const char *bench,
      * distribution adds, when wall time cannot show speed-up. */
     bench_json_double(&j, "cpu_seconds", b->cpu_seconds);
     bench_json_double(&j, "remote_steals", (double)s->steals / reps);
+    bench_json_double(&j, "node_steals", (double)s->node_steals / reps);
     bench_json_double(&j, "migrations", (double)s->migrations / reps);
     bench_json_double(&j, "suspensions", (double)s->suspensions / reps);
     bench_json_double(&j, "steal_attempts", (double)s->steal_attempts / reps);

@@ -139,6 +139,7 @@ typedef struct swarm_dist_stats {
    * frames in place). */
   uint64_t ns_steal_lock, ns_steal_index, ns_steal_entry, ns_steal_frames,
       ns_steal_unlock, ns_steal_total;
+  uint64_t node_steals; /* steals (of `steals`) from a rank on this node */
 } swarm_dist_stats_t;
 
 int swarm_dist_stats_get(swarm_dist_stats_t *stats);

@@ -122,7 +122,9 @@ typedef struct dist_req {
 typedef struct dist_state {
   int initialized, in_run;
   int rank, nranks;
-  int n_nodes;      /* ranks that share memory count as one node */
+  int n_nodes;     /* ranks that share memory count as one node */
+  int *node_peers; /* the other ranks on this node (thieves try first) */
+  int n_node_peers;
   int window_path;  /* 0 shared (MPI_Win_allocate), 1 created */
   int thread_level; /* what MPI_Init_thread provided */
   int spawn_poll;   /* a running thread polls MPI at spawns */

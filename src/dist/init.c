@@ -330,6 +330,7 @@ int swarm_dist_finalize(void) {
   swarm_dist_window_free();
   MPI_Comm_free(&dist->comm);
   free(dist->evac_pending);
+  free(dist->node_peers);
   memset(dist, 0, sizeof *dist);
   MPI_Finalize();
   return 0;

@@ -426,14 +426,21 @@ static uint64_t xorshift(void) {
 
 /* Victim choice from the loads the ranks publish in their windows (deque
  * size + pending remote spawns, one MPI_Get of the header each): the more
- * loaded of two random other ranks, -1 when both look empty. */
+ * loaded of two random other ranks, -1 when both look empty. Hierarchy:
+ * with ranks on several nodes, the first candidate is a rank of this node
+ * when there is one, and it wins ties: work stays on the node (where a
+ * steal is cheaper) unless another node has more. */
 static int choose_victim(void) {
   if (dist->nranks < 2)
     return -1;
   int cand[2], nc = dist->nranks > 2 ? 2 : 1;
-  cand[0] = (int)(xorshift() % (uint64_t)(dist->nranks - 1));
-  if (cand[0] >= dist->rank)
-    cand[0]++;
+  if (dist->n_nodes > 1 && dist->n_node_peers > 0)
+    cand[0] = dist->node_peers[xorshift() % (uint64_t)dist->n_node_peers];
+  else {
+    cand[0] = (int)(xorshift() % (uint64_t)(dist->nranks - 1));
+    if (cand[0] >= dist->rank)
+      cand[0]++;
+  }
   if (nc == 2) {
     do {
       cand[1] = (int)(xorshift() % (uint64_t)(dist->nranks - 1));
@@ -758,6 +765,8 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
       if (ok) {
         if (dist_handle_rank(e.thread) != dist->rank)
           dist->stats.migrations++;
+        for (int i = 0; i < dist->n_node_peers; i++)
+          dist->stats.node_steals += dist->node_peers[i] == v;
         xfer = run_entry(&e, (void *)1);
         continue;
       }

@@ -304,14 +304,25 @@ static int parse_path(int *want) {
   return EINVAL;
 }
 
-/* Counts the nodes (ranks that can share memory, as MPI sees them). */
-static int count_nodes(void) {
+/* Counts the nodes (ranks that can share memory, as MPI sees them) and
+ * lists the other ranks on this one (the thieves' first choice). */
+static int find_nodes(void) {
   MPI_Comm node;
-  int node_rank, leaders;
+  int node_rank, node_size, leaders;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
                       &node);
   MPI_Comm_rank(node, &node_rank);
+  MPI_Comm_size(node, &node_size);
+  dist->node_peers = malloc(sizeof(int) * (size_t)node_size);
+  if (!dist->node_peers)
+    swarm_dist_fatal("out of memory");
+  MPI_Allgather(&dist->rank, 1, MPI_INT, dist->node_peers, 1, MPI_INT, node);
   MPI_Comm_free(&node);
+  int k = 0;
+  for (int i = 0; i < node_size; i++)
+    if (dist->node_peers[i] != dist->rank)
+      dist->node_peers[k++] = dist->node_peers[i];
+  dist->n_node_peers = k;
   int leader = node_rank == 0;
   MPI_Allreduce(&leader, &leaders, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   return leaders;
@@ -323,7 +334,7 @@ int swarm_dist_window_setup(void) {
   int want, e = parse_path(&want);
   if (!all_agree(e == 0))
     return EINVAL;
-  dist->n_nodes = count_nodes();
+  dist->n_nodes = find_nodes();
   size_t region_unaligned = layout();
   MPI_Comm wcomm; /* window creation errors return instead of aborting */
   MPI_Comm_dup(MPI_COMM_WORLD, &wcomm);
