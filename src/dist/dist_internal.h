@@ -125,9 +125,10 @@ typedef struct dist_state {
   int n_nodes;     /* ranks that share memory count as one node */
   int *node_peers; /* the other ranks on this node (thieves try first) */
   int n_node_peers;
-  int window_path;  /* 0 shared (MPI_Win_allocate), 1 created */
-  int thread_level; /* what MPI_Init_thread provided */
-  int spawn_poll;   /* a running thread polls MPI at spawns */
+  int window_path;          /* 0 shared (MPI_Win_allocate), 1 created */
+  int thread_level;         /* what MPI_Init_thread provided */
+  int spawn_poll;           /* a running thread polls MPI at spawns, */
+  unsigned spawn_poll_mask; /* when (spawns & mask) == 0 */
   char node_name[MPI_MAX_PROCESSOR_NAME];
   /* progress thread of the created path (window.c), and the lock that
    * serialises its MPI calls with the main thread's */

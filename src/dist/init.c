@@ -78,6 +78,7 @@ typedef struct addr_list {
   int n;
   uint64_t addr[ADDR_MAX];
   char name[ADDR_MAX][48];
+  char node[64]; /* MPI_Get_processor_name, for the message */
 } addr_list_t;
 
 static int collect_cb(struct dl_phdr_info *info, size_t size, void *p) {
@@ -119,6 +120,7 @@ static void collect_startup_objects(void) {
  * otherwise. */
 static int check_addresses(void) {
   addr_list_t mine = startup_objects;
+  snprintf(mine.node, sizeof mine.node, "%.63s", dist->node_name);
   const char *skew = getenv("SWARM_DIST_TEST_SKEW");
   if (skew && atoi(skew) == dist->rank && dist->rank != 0)
     mine.addr[0] += 4096; /* tests: pretend this rank's executable moved */
@@ -136,9 +138,10 @@ static int check_addresses(void) {
         if (dist->rank == 0 && bad < 4)
           fprintf(stderr,
                   "swarm-dist: addresses differ across ranks: %s at %#llx on "
-                  "rank 0 but %s at %#llx on rank %d\n",
+                  "rank 0 (node %s) but %s at %#llx on rank %d (node %s)\n",
                   all[0].name[i], (unsigned long long)all[0].addr[i],
-                  all[r].name[i], (unsigned long long)all[r].addr[i], r);
+                  all[0].node, all[r].name[i],
+                  (unsigned long long)all[r].addr[i], r, all[r].node);
         bad++;
         break;
       }
@@ -147,8 +150,8 @@ static int check_addresses(void) {
       if (dist->rank == 0)
         fprintf(stderr,
                 "swarm-dist: addresses differ across ranks: %d objects "
-                "mapped on rank 0, %d on rank %d\n",
-                all[0].n, all[r].n, r);
+                "mapped on rank 0 (node %s), %d on rank %d (node %s)\n",
+                all[0].n, all[0].node, all[r].n, r, all[r].node);
       bad++;
     }
   }
@@ -308,8 +311,13 @@ int swarm_dist_init(int *argc, char ***argv) {
   }
   MPI_Comm_dup(MPI_COMM_WORLD, &dist->comm);
   dist->rng_state = 0x9e3779b97f4a7c15ull * (uint64_t)(dist->rank + 1);
+  /* A running thread answers message steals every 32 spawns; on the
+   * created window it lets MPI apply RMA every 1024 (~0.1 ms of fib; the
+   * progress thread bounds the wait anyway, and an MPI_Iprobe every 32
+   * spawns would be 3 million calls in UTS T1L). */
   dist->spawn_poll =
       dist->steal_mode == SWARM_DIST_STEAL_MSG || dist->window_path == 1;
+  dist->spawn_poll_mask = dist->steal_mode == SWARM_DIST_STEAL_MSG ? 31 : 1023;
   dist->initialized = 1;
   const char *stats = getenv("SWARM_STATS");
   if (stats && *stats && strcmp(stats, "0") != 0 && dist->rank == 0)

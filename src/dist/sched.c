@@ -43,9 +43,6 @@
 #define TAG_REQ 71
 #define TAG_REP 72
 #define TAG_FRAMES 73
-/* A running thread answers message steals, or lets MPI progress thieves'
- * RMA (created window), every this many spawns (a power of two). */
-#define DIST_POLL_SPAWNS 32
 
 static inline void compiler_barrier(void) {
   __asm__ volatile("" ::: "memory");
@@ -282,7 +279,8 @@ static _Noreturn void thread_exit(void *result) {
   swarm_arch_resume(dist->sched_sp, NULL, &dist->handoff);
 }
 
-/* Every DIST_POLL_SPAWNS spawns, when a thief needs this rank in MPI:
+/* Every so many spawns (dist->spawn_poll_mask + 1), when a thief needs
+ * this rank in MPI:
  * answer message steals, or (created window) let MPI apply RMA. */
 static void spawn_safe_point(void) {
   int took = dist_mpi_enter();
@@ -319,7 +317,7 @@ int swarm_spawn(swarm_thread_t *thread, const swarm_attr_t *attr,
   /* Here again: the child finished (or the parent was stolen and resumed
    * on another rank, maybe with the child still running). */
   if (dist->spawn_poll &&
-      (++dist->spawns_since_poll & (DIST_POLL_SPAWNS - 1)) == 0)
+      (++dist->spawns_since_poll & dist->spawn_poll_mask) == 0)
     spawn_safe_point();
   return 0;
 }
