@@ -27,3 +27,20 @@ target_link_libraries(bench_dist_steal_busy PRIVATE swarm_dist_static
   bench_common MPI::MPI_C)
 target_compile_options(bench_dist_steal_busy PRIVATE ${SWARM_DIST_CFLAGS})
 add_dependencies(bench_dist bench_dist_steal_busy)
+
+# The MPICH copies, build/bench/dist-mpich/<workload> (run them with
+# mpirun.mpich / mpiexec.hydra), when libswarm-dist-mpich is built.
+if(TARGET swarm_dist_mpich_static)
+  foreach(w ${SWARM_BENCH_WORKLOADS} steal_busy)
+    add_executable(bench_dist_mpich_${w} ${CMAKE_CURRENT_LIST_DIR}/${w}.c)
+    set_target_properties(bench_dist_mpich_${w} PROPERTIES OUTPUT_NAME ${w}
+      RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bench/dist-mpich)
+    target_link_libraries(bench_dist_mpich_${w} PRIVATE swarm_dist_mpich_static
+      bench_common)
+    target_compile_options(bench_dist_mpich_${w} PRIVATE ${SWARM_DIST_CFLAGS})
+    if(w STREQUAL "uts")
+      target_link_libraries(bench_dist_mpich_${w} PRIVATE bench_uts_tree)
+    endif()
+    add_dependencies(bench_dist bench_dist_mpich_${w})
+  endforeach()
+endif()
