@@ -104,6 +104,9 @@ static int try_shared(MPI_Comm wcomm, size_t region_unaligned, int quiet) {
   int e = MPI_Win_allocate((MPI_Aint)total, 1, info, wcomm, &dist->win_base,
                            &dist->win);
   MPI_Info_free(&info);
+  /* Allocation fails on all ranks alike in practice (the osc component is
+   * chosen collectively); were it to succeed on some only, their
+   * MPI_Win_free would wait for the others: no worse than MPI's abort. */
   if (!all_agree(e == MPI_SUCCESS)) {
     if (e == MPI_SUCCESS)
       MPI_Win_free(&dist->win);
