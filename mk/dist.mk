@@ -13,7 +13,10 @@
 #   make bench-dist  build/bench/dist/{fib,uts,nqueens,btc} under mpirun:
 #                    creation cost vs the shared-memory runtime, one steal's
 #                    latency and breakdown, UTS/BTC throughput for P = 1, 2,
-#                    RMA vs message stealing; JSON lines to $(DIST_RESULTS)
+#                    RMA vs message stealing; and, where tools/cluster can
+#                    make nodes, UTS/BTC/fib across 2 and 4 simulated nodes
+#                    x 1-2 ranks and steal_busy (tools/bench-dist.py
+#                    --cluster); JSON lines to $(DIST_RESULTS)
 DEPS_GROUPS += mpi cluster
 EXTRA_TESTS += test-dist test-cluster
 
@@ -47,5 +50,7 @@ test-cluster:
 bench-dist: build
 	@command -v mpirun >/dev/null 2>&1 || { echo "bench-dist: mpirun not found; 'make deps'"; exit 1; }
 	@[ -x $(BUILD)/bench/dist/fib ] || { echo "bench-dist: $(BUILD)/bench/dist not built (MPI missing at configure?)"; exit 1; }
+	@cluster=--cluster; why=$$(tools/cluster check) || { cluster=; \
+	  echo "bench-dist: no figures across simulated nodes: $$why"; }; \
 	python3 tools/bench-dist.py --build $(BUILD) --out $(DIST_RESULTS) --reps $(DIST_REPS) \
-	  --mpirun "$(DIST_MPIRUN)"
+	  --mpirun "$(DIST_MPIRUN)" $$cluster
