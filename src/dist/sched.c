@@ -178,55 +178,55 @@ static void unlock_deque(int rank) {
 }
 
 static inline void deq_push(uint64_t sp, uint64_t base, uint64_t thread) {
-  dist_meta_t *m = dist->meta;
-  uint64_t t = m->bottom;
+  dist_meta_t *meta = dist->meta;
+  uint64_t t = meta->bottom;
   /* Signed: top may exceed bottom by one for a moment (a thief's tentative
    * increment racing our pop, rolled back by the thief). */
-  if ((int64_t)(t - vload(&m->top)) >= DIST_DEQ_CAP)
+  if ((int64_t)(t - vload(&meta->top)) >= DIST_DEQ_CAP)
     swarm_dist_fatal("rank %d: spawn chain deeper than %d (bottom %llu, "
                      "top %llu)",
                      dist->rank, DIST_DEQ_CAP, (unsigned long long)t,
-                     (unsigned long long)vload(&m->top));
-  dist_entry_t *e = &m->deq[t % DIST_DEQ_CAP];
+                     (unsigned long long)vload(&meta->top));
+  dist_entry_t *e = &meta->deq[t % DIST_DEQ_CAP];
   e->sp = sp;
   e->base = base;
   e->thread = thread;
   compiler_barrier(); /* x86-64 (TSO): the entry is visible before bottom */
-  vstore(&m->bottom, t + 1);
+  vstore(&meta->bottom, t + 1);
 }
 
 /* THE protocol: the owner takes the youngest entry. */
 static int deq_pop(dist_entry_t *out) {
-  dist_meta_t *m = dist->meta;
+  dist_meta_t *meta = dist->meta;
   /* No "top >= bottom: empty" shortcut: a thief's tentative top + 1 may
    * be rolled back, and the entry would then be left behind. */
-  uint64_t t = m->bottom - 1;
-  vstore(&m->bottom, t);
+  uint64_t t = meta->bottom - 1;
+  vstore(&meta->bottom, t);
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  if ((int64_t)vload(&m->top) > (int64_t)t) {
-    vstore(&m->bottom, t + 1);
+  if ((int64_t)vload(&meta->top) > (int64_t)t) {
+    vstore(&meta->bottom, t + 1);
     lock_deque(dist->rank);
-    vstore(&m->bottom, t);
-    if ((int64_t)vload(&m->top) > (int64_t)t) {
-      vstore(&m->bottom, t + 1);
+    vstore(&meta->bottom, t);
+    if ((int64_t)vload(&meta->top) > (int64_t)t) {
+      vstore(&meta->bottom, t + 1);
       unlock_deque(dist->rank);
       return 0;
     }
     unlock_deque(dist->rank);
   }
-  *out = m->deq[t % DIST_DEQ_CAP];
+  *out = meta->deq[t % DIST_DEQ_CAP];
   return 1;
 }
 
 /* The owner takes its oldest entry for a message thief. */
 static int deq_take_oldest(dist_entry_t *out) {
-  dist_meta_t *m = dist->meta;
+  dist_meta_t *meta = dist->meta;
   int ok = 0;
   lock_deque(dist->rank);
-  uint64_t h = vload(&m->top);
-  if ((int64_t)h < (int64_t)vload(&m->bottom)) {
-    *out = m->deq[h % DIST_DEQ_CAP];
-    vstore(&m->top, h + 1);
+  uint64_t h = vload(&meta->top);
+  if ((int64_t)h < (int64_t)vload(&meta->bottom)) {
+    *out = meta->deq[h % DIST_DEQ_CAP];
+    vstore(&meta->top, h + 1);
     ok = 1;
   }
   unlock_deque(dist->rank);
@@ -690,11 +690,11 @@ static int handle_suspend(void) {
 }
 
 void swarm_dist_sched_reset(void) {
-  dist_meta_t *m = dist->meta;
-  m->lock = 0;
-  m->top = m->bottom = 0;
-  m->inbox_tail = m->inbox_head = 0;
-  memset(m->inbox, 0, sizeof m->inbox);
+  dist_meta_t *meta = dist->meta;
+  meta->lock = 0;
+  meta->top = meta->bottom = 0;
+  meta->inbox_tail = meta->inbox_head = 0;
+  memset(meta->inbox, 0, sizeof meta->inbox);
   dist->records_free = 0;
   dist->records_bump = 1; /* 0 means "none" in the free list */
   memset(dist->evac_free, 0, sizeof dist->evac_free);
@@ -705,7 +705,7 @@ void swarm_dist_sched_reset(void) {
 
 void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
                            uint64_t *root_result) {
-  dist_meta_t *m = dist->meta;
+  dist_meta_t *meta = dist->meta;
   void *xfer = NULL;
   uint64_t root = 0, backoff = DIST_BACKOFF_MIN_NS;
   dist_entry_t e;
@@ -740,18 +740,18 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
       for (int r = 0; r < dist->nranks; r++)
         swarm_dist_put(r, META_OFF(done), &dist->run, sizeof dist->run);
     }
-    if (vload(&m->done) == dist->run)
+    if (vload(&meta->done) == dist->run)
       break;
     if (dist->steal_mode == SWARM_DIST_STEAL_MSG)
       swarm_dist_serve_requests();
-    uint64_t hd = m->inbox_head;
-    dist_inbox_slot_t *s = &m->inbox[hd % DIST_INBOX_CAP];
+    uint64_t hd = meta->inbox_head;
+    dist_inbox_slot_t *s = &meta->inbox[hd % DIST_INBOX_CAP];
     if (vload(&s->seq) == hd + 1) {
       compiler_barrier();
       void *(*fn)(void *) = (void *(*)(void *))(uintptr_t)vload(&s->fn);
       void *arg = (void *)(uintptr_t)vload(&s->arg);
       uint64_t h = vload(&s->thread);
-      vstore(&m->inbox_head, hd + 1);
+      vstore(&meta->inbox_head, hd + 1);
       xfer = start_thread(fn, arg, h);
       continue;
     }
