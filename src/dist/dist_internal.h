@@ -133,7 +133,7 @@ typedef struct dist_state {
   /* progress thread of the created path (window.c), and the lock that
    * serialises its MPI calls with the main thread's */
   int progress_on, progress_stop;
-  int mpi_lock, mpi_held; /* mpi_held: main thread only */
+  int mpi_lock; /* who holds it: swarm_dist_mpi_held, per thread */
   uint64_t progress_ns;
   MPI_Comm progress_comm;
   pthread_t progress_thread;
@@ -178,6 +178,7 @@ void swarm_dist_sched_reset(void);
 void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
                            uint64_t *root_result);
 void swarm_dist_serve_requests(void);
+void swarm_dist_serve_requests_nowait(void);
 void swarm_dist_record_steal(uint64_t total, uint64_t lock, uint64_t index,
                              uint64_t entry, uint64_t frames, uint64_t unlock,
                              uint64_t bytes);
@@ -186,6 +187,8 @@ void swarm_dist_record_steal(uint64_t total, uint64_t lock, uint64_t index,
 int swarm_dist_window_setup(void);
 void swarm_dist_window_free(void);
 void swarm_dist_progress_poll(void);
+extern __thread int swarm_dist_mpi_held;
+int swarm_dist_mpi_trylock(void);
 void swarm_dist_mpi_lock(void);
 void swarm_dist_mpi_unlock(void);
 
@@ -195,7 +198,7 @@ void swarm_dist_mpi_unlock(void);
  * returns whether it took it, for dist_mpi_exit); the scheduler gives it
  * up around each switch into a thread. */
 static inline int dist_mpi_enter(void) {
-  if (__builtin_expect(!dist->progress_on || dist->mpi_held, 1))
+  if (__builtin_expect(!dist->progress_on || swarm_dist_mpi_held, 1))
     return 0;
   swarm_dist_mpi_lock();
   return 1;

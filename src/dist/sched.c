@@ -173,6 +173,17 @@ static void lock_deque(int rank) {
   }
 }
 
+/* One try: for the progress thread, which holds the MPI lock that the
+ * deque lock's holder (the owner, popping) needs to let go. */
+static int try_lock_deque(int rank) {
+  uint64_t old;
+  swarm_dist_faa(rank, META_OFF(lock), 1, &old);
+  if (old == 0)
+    return 1;
+  swarm_dist_faa(rank, META_OFF(lock), -1, NULL);
+  return 0;
+}
+
 static void unlock_deque(int rank) {
   swarm_dist_faa(rank, META_OFF(lock), -1, NULL);
 }
@@ -218,16 +229,28 @@ static int deq_pop(dist_entry_t *out) {
   return 1;
 }
 
-/* The owner takes its oldest entry for a message thief. */
-static int deq_take_oldest(dist_entry_t *out) {
+/* The oldest entry for a message thief: taken by the owner (scheduler,
+ * safe points) or, on the created window, by its progress thread. */
+static int deq_take_oldest(dist_entry_t *out, int may_wait) {
   dist_meta_t *meta = dist->meta;
   int ok = 0;
-  lock_deque(dist->rank);
+  if (may_wait)
+    lock_deque(dist->rank);
+  else if (!try_lock_deque(dist->rank))
+    return 0;
+  /* As a thief (THE): claim top, then check that the owner's pop did not
+   * take the same entry meanwhile (the progress thread runs this while the
+   * owner may be popping; the owner's own calls never race). */
   uint64_t h = vload(&meta->top);
   if ((int64_t)h < (int64_t)vload(&meta->bottom)) {
-    *out = meta->deq[h % DIST_DEQ_CAP];
     vstore(&meta->top, h + 1);
-    ok = 1;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if ((int64_t)(h + 1) > (int64_t)vload(&meta->bottom)) {
+      vstore(&meta->top, h);
+    } else {
+      *out = meta->deq[h % DIST_DEQ_CAP];
+      ok = 1;
+    }
   }
   unlock_deque(dist->rank);
   return ok;
@@ -540,7 +563,9 @@ static int steal_msg(int v, dist_entry_t *e) {
   return 1;
 }
 
-void swarm_dist_serve_requests(void) {
+/* Answers pending message steals; may_wait 0 (the progress thread):
+ * answers "none" rather than wait for the deque lock. */
+static void serve_requests(int may_wait) {
   for (;;) {
     int flag;
     MPI_Status st;
@@ -552,7 +577,7 @@ void swarm_dist_serve_requests(void) {
              MPI_STATUS_IGNORE);
     dist_entry_t e;
     memset(&e, 0, sizeof e);
-    int ok = deq_take_oldest(&e);
+    int ok = deq_take_oldest(&e, may_wait);
     MPI_Send(&e, (int)sizeof e, MPI_BYTE, st.MPI_SOURCE, TAG_REP, dist->comm);
     if (ok) {
       MPI_Send((void *)(uintptr_t)e.sp, (int)(e.base - e.sp), MPI_BYTE,
@@ -560,6 +585,14 @@ void swarm_dist_serve_requests(void) {
       dist->stats.requests_served++;
     }
   }
+}
+
+void swarm_dist_serve_requests(void) {
+  serve_requests(1);
+}
+
+void swarm_dist_serve_requests_nowait(void) {
+  serve_requests(0);
 }
 
 /* ---- the scheduler ----------------------------------------------------- */

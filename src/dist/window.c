@@ -29,13 +29,16 @@
  * then runs at network speed. MPI_THREAD_SERIALIZED (Open MPI's osc pt2pt
  * refuses MULTIPLE): the progress thread calls MPI only holding the MPI
  * lock, which the main thread holds except while it runs thread code; thread
- * code takes it around its own MPI calls (dist_mpi_enter).
+ * code takes it around its own MPI calls (dist_mpi_enter). Under message
+ * stealing the progress thread also answers steal requests, taking the
+ * oldest continuation like a thief (sched.c's deq_take_oldest).
  *
  * Invariants: the window's offsets are the same on every rank; the region
  * is the same pages as window offset off_region on both paths; the
- * progress thread only calls MPI on its own communicator, holding the MPI
- * lock, and reads (never writes) the window memory; it is joined before the
- * window is freed.
+ * progress thread calls MPI only holding the MPI lock, writes the window
+ * memory only through the deque protocol (a thief's claim of the oldest
+ * entry, under the deque lock, which it only tries to take: its holder may
+ * need the MPI lock to let go), and is joined before the window is freed.
  */
 #include "dist_internal.h"
 
@@ -212,6 +215,15 @@ static int make_created(MPI_Comm wcomm, size_t region_unaligned) {
 
 /* ---- progress thread ---------------------------------------------------- */
 
+__thread int swarm_dist_mpi_held;
+
+int swarm_dist_mpi_trylock(void) {
+  if (__atomic_exchange_n(&dist->mpi_lock, 1, __ATOMIC_ACQUIRE))
+    return 0;
+  swarm_dist_mpi_held = 1;
+  return 1;
+}
+
 void swarm_dist_mpi_lock(void) {
   unsigned spins = 0;
   while (__atomic_exchange_n(&dist->mpi_lock, 1, __ATOMIC_ACQUIRE))
@@ -219,11 +231,11 @@ void swarm_dist_mpi_lock(void) {
       sched_yield(); /* the progress thread may share our core */
     else
       __builtin_ia32_pause();
-  dist->mpi_held = 1;
+  swarm_dist_mpi_held = 1;
 }
 
 void swarm_dist_mpi_unlock(void) {
-  dist->mpi_held = 0;
+  swarm_dist_mpi_held = 0;
   __atomic_store_n(&dist->mpi_lock, 0, __ATOMIC_RELEASE);
 }
 
@@ -234,14 +246,18 @@ static void *progress_main(void *unused) {
   struct timespec ts = {0, (long)dist->progress_ns};
   while (!__atomic_load_n(&dist->progress_stop, __ATOMIC_ACQUIRE)) {
     int busy = 0;
-    if (!__atomic_exchange_n(&dist->mpi_lock, 1, __ATOMIC_ACQUIRE)) {
+    if (swarm_dist_mpi_trylock()) {
       int flag;
       MPI_Iprobe(MPI_ANY_SOURCE, 0, dist->progress_comm, &flag,
                  MPI_STATUS_IGNORE);
+      /* Message steals: answered here too, from the oldest continuation
+       * (above the running code, so its frames stand still). */
+      if (dist->steal_mode == SWARM_DIST_STEAL_MSG && dist->in_run)
+        swarm_dist_serve_requests_nowait();
       /* A thief holds our deque lock: it is mid-steal and each of its
        * next accesses needs us; keep progressing until it lets go. */
       busy = *(volatile uint64_t *)&dist->meta->lock != 0;
-      __atomic_store_n(&dist->mpi_lock, 0, __ATOMIC_RELEASE);
+      swarm_dist_mpi_unlock();
     }
     if (!busy)
       nanosleep(&ts, NULL);
