@@ -4,18 +4,27 @@
 #                    RMA and message stealing (ctest -L dist); SKIPPED with a
 #                    reason, and succeeds, only when MPI (mpicc/mpirun,
 #                    tools/deps/mpi.txt) is missing or the CPU is not x86-64
+#   make test-cluster the dist and cio tests across simulated nodes that
+#                    share no memory (tools/cluster: namespaces, Open MPI
+#                    over TCP; 2x1, 2x2, 4x1 nodes x ranks; UTS T3's count;
+#                    the cio patterns under MPICH too); SKIPPED with the
+#                    reason, and succeeds, where namespaces cannot be made
+#                    (not root) or MPI is missing
 #   make bench-dist  build/bench/dist/{fib,uts,nqueens,btc} under mpirun:
 #                    creation cost vs the shared-memory runtime, one steal's
 #                    latency and breakdown, UTS/BTC throughput for P = 1, 2,
-#                    RMA vs message stealing; JSON lines to $(DIST_RESULTS)
-DEPS_GROUPS += mpi
-EXTRA_TESTS += test-dist
+#                    RMA vs message stealing; and, where tools/cluster can
+#                    make nodes, UTS/BTC/fib across 2 and 4 simulated nodes
+#                    x 1-2 ranks and steal_busy (tools/bench-dist.py
+#                    --cluster); JSON lines to $(DIST_RESULTS)
+DEPS_GROUPS += mpi cluster
+EXTRA_TESTS += test-dist test-cluster
 
 DIST_RESULTS ?= $(BUILD)/bench/dist-results.jsonl
 DIST_MPIRUN  ?= mpirun --allow-run-as-root --oversubscribe
 DIST_REPS    ?= 5
 
-.PHONY: test-dist bench-dist
+.PHONY: test-dist test-cluster bench-dist
 
 test-dist:
 	@if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then \
@@ -29,8 +38,19 @@ test-dist:
 	cd $(BUILD) && ctest -L dist --output-on-failure --no-tests=error --timeout 120; \
 	echo "test-dist: passed (published counts for P = 1..4, migrations, spawn_on, address check)"
 
+test-cluster:
+	@if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then \
+	  echo "test-cluster: SKIPPED, MPI not found (mpicc/mpirun); 'make deps' installs tools/deps/mpi.txt"; exit 0; fi; \
+	if ! why=$$(tools/cluster check); then echo "test-cluster: SKIPPED, $$why"; exit 0; fi; \
+	set -e; \
+	[ -f $(BUILD)/CMakeCache.txt ] || cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo; \
+	cmake --build $(BUILD) -j $(JOBS); \
+	tools/cluster-test $(BUILD)
+
 bench-dist: build
 	@command -v mpirun >/dev/null 2>&1 || { echo "bench-dist: mpirun not found; 'make deps'"; exit 1; }
 	@[ -x $(BUILD)/bench/dist/fib ] || { echo "bench-dist: $(BUILD)/bench/dist not built (MPI missing at configure?)"; exit 1; }
+	@cluster=--cluster; why=$$(tools/cluster check) || { cluster=; \
+	  echo "bench-dist: no figures across simulated nodes: $$why"; }; \
 	python3 tools/bench-dist.py --build $(BUILD) --out $(DIST_RESULTS) --reps $(DIST_REPS) \
-	  --mpirun "$(DIST_MPIRUN)"
+	  --mpirun "$(DIST_MPIRUN)" $$cluster

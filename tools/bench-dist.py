@@ -9,6 +9,12 @@
 3. Throughput (tasks/s) of UTS T1, UTS T3 and BTC at P = 1, 2, RMA and
    message stealing (T1L/T3L, 25x larger, take minutes per run on the
    2-CPU machine: pass --large to run them too).
+4. With --cluster (make bench-dist passes it where tools/cluster can make
+   nodes): UTS T1 (T1L with --large), T3, BTC and fib across 2 and 4
+   simulated nodes x 1-2 ranks (Open MPI over TCP, the created window), RMA
+   and message stealing: speed-up against 1 rank, CPU time of all ranks,
+   steals and migrations per second, steal latency; and steal_busy (a
+   victim that computes for 1 s) on one node and across two.
 
 Every program's JSON line goes to --out (one per line); a summary is printed.
 """
@@ -51,14 +57,21 @@ def main():
     ap.add_argument("--mpirun", default="mpirun --allow-run-as-root --oversubscribe")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--large", action="store_true")
+    ap.add_argument("--cluster", action="store_true")
+    ap.add_argument("--cluster-only", action="store_true",
+                    help="section 4 alone")
     a = ap.parse_args()
     b = a.build
     out_path = a.out or os.path.join(b, "bench", "dist-results.jsonl")
     os.makedirs(os.path.dirname(out_path), exist_ok=True)
     mp = a.mpirun
+    create, steal, thr, clus = {}, {}, [], None
     with open(out_path, "w") as out:
+        if a.cluster_only:
+            clus = cluster_runs(a, b, out)
+            print_cluster(*clus)
+            return
         # 1. creation
-        create = {}
         for w, flag in (("fib", "-n 27"), ("btc", "-d 20")):
             for _ in range(3):
                 smp = run(f"{b}/bench/{w} -w 1 {flag} --reps {a.reps}" +
@@ -66,11 +79,9 @@ def main():
                 dist = run(f"{mp} -n 1 {b}/bench/dist/{w} {flag} --reps {a.reps}", out)
                 create.setdefault(w, []).append((smp["ns_per_task"], dist["ns_per_task"]))
         # 2. steal latency
-        steal = {}
         for mode in ("rma", "msg"):
             steal[mode] = run(f"{mp} -n 2 {b}/bench/dist/uts {TREES['T1']} --reps 3 --steal {mode}", out)
         # 3. throughput
-        thr = []
         trees = ["T1", "T3"] + (["T1L", "T3L"] if a.large else [])
         for name in trees + ["btc"]:
             args = TREES.get(name, "-d 20")
@@ -82,6 +93,8 @@ def main():
             for wk in (1, 2):
                 r = run(f"{b}/bench/{prog} {args} -w {wk} --reps {reps}", out)
                 thr.append((name, wk, "smp", r))
+
+        clus = cluster_runs(a, b, out) if a.cluster else None
 
     print(f"\nbench-dist: JSON lines in {out_path}\n")
     print("Thread creation (spawn+join, 1 rank vs shared memory at 1 worker; median of 3 interleaved runs):")
@@ -110,6 +123,56 @@ def main():
             extra = (f"  cpu {r['cpu_seconds']:.2f} s ({infl:.2f}x)  steals/run {r['remote_steals']:.0f}"
                      f"  migrations/run {r['migrations']:.0f}")
         print(f"  {name:4} {label:20} {rate:6.2f}  correct={r['correct']}{extra}")
+    if clus:
+        print_cluster(*clus)
+
+
+CLUSTER_WORK = [("T1", "uts", TREES["T1"]), ("T3", "uts", TREES["T3"]),
+                ("btc", "btc", "-d 20"), ("fib", "fib", "-n 27")]
+
+
+def cluster_runs(a, b, out):
+    """Section 4: the workloads at 1 rank, then across simulated nodes."""
+    cl = os.path.join(ROOT, "tools", "cluster")
+    rsh = os.path.join(ROOT, "tools", "cluster-rsh")
+    mp = "mpirun --allow-run-as-root --oversubscribe --bind-to none"
+    work = CLUSTER_WORK + ([("T1L", "uts", TREES["T1L"])] if a.large else [])
+    base, runs, busy = {}, [], []
+    for name, prog, args in work:
+        base[name] = run(f"{mp} -n 1 {b}/bench/dist/{prog} {args} --reps 3", out)
+    busy.append(run(f"{mp} -n 2 {b}/bench/dist/steal_busy -m 1000 --reps 5", out))
+    try:
+        for n in (2, 4):
+            subprocess.run([cl, "up", str(n)], check=True, capture_output=True)
+            for k in (1, 2):
+                hosts = ",".join(f"node{i}:{k}" for i in range(1, n + 1))
+                cmd = f"{cl} exec node1 {mp} --mca plm_rsh_agent {rsh} --host {hosts} -n {n * k}"
+                for name, prog, args in work:
+                    for mode in ("rma", "msg"):
+                        reps = 1 if name == "T1L" else 3
+                        r = run(f"{cmd} {b}/bench/dist/{prog} {args} --reps {reps} --steal {mode}", out)
+                        runs.append((name, n, k, mode, r))
+                if n == 2 and k == 1:
+                    busy.append(run(f"{cmd} {b}/bench/dist/steal_busy -m 1000 --reps 5", out))
+    finally:
+        subprocess.run([cl, "down"], capture_output=True)
+    return base, runs, busy
+
+
+def print_cluster(base, runs, busy):
+    print("\nAcross simulated nodes (tools/cluster, Open MPI over TCP, created window;")
+    print("speed-up = 1 rank's wall time / this one's; needs free cores to mean anything):")
+    for name, n, k, mode, r in runs:
+        b0 = base[name]
+        sec = r["seconds_median"]
+        print(f"  {name:4} {n} nodes x {k} {mode}  speed-up {b0['seconds_median'] / sec:5.2f}x"
+              f"  cpu {r['cpu_seconds'] / b0['cpu_seconds']:5.2f}x of 1 rank"
+              f"  steals/s {r['remote_steals'] / sec:8.0f}  migrations/s {r['migrations'] / sec:8.0f}"
+              f"  steal {r['steal_ns'] / 1000:8.1f} us  correct={r['correct']}")
+    print("\nA victim computing 1 s without spawning (steal_busy, 5 runs):")
+    for r in busy:
+        print(f"  {r['nodes']} node(s), {r['window']} window: stolen {r['stolen']}/5, wait median "
+              f"{r['wait_us_median']:.1f} us (max {r['wait_us_max']:.1f}), steal {r['steal_us']:.1f} us")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
  * out of argv), parse the usual flags (-w is accepted and ignored: the
  * ranks are mpirun's), run warm-ups and timed repetitions of
  * swarm_dist_run on every rank, and print from rank 0 one JSON line with
- * the common fields plus ranks, steal, remote_steals, migrations,
+ * the common fields plus ranks, nodes, window (shared or created), steal,
+ * remote_steals, migrations,
  * suspensions, CPU seconds of all ranks, and one steal's latency (median)
  * and its breakdown.
  */
@@ -102,6 +103,8 @@ static inline void dist_bench_report(dist_bench_t *b, const char *bench,
     bench_json_t j;
     bench_json_common(&j, &res);
     bench_json_int(&j, "ranks", swarm_dist_ranks());
+    bench_json_int(&j, "nodes", swarm_dist_nodes());
+    bench_json_str(&j, "window", swarm_dist_window_path());
     bench_json_str(&j, "steal",
                    swarm_dist_steal_mode() == SWARM_DIST_STEAL_MSG ? "msg"
                                                                    : "rma");
@@ -110,6 +113,7 @@ static inline void dist_bench_report(dist_bench_t *b, const char *bench,
      * distribution adds, when wall time cannot show speed-up. */
     bench_json_double(&j, "cpu_seconds", b->cpu_seconds);
     bench_json_double(&j, "remote_steals", (double)s->steals / reps);
+    bench_json_double(&j, "node_steals", (double)s->node_steals / reps);
     bench_json_double(&j, "migrations", (double)s->migrations / reps);
     bench_json_double(&j, "suspensions", (double)s->suspensions / reps);
     bench_json_double(&j, "steal_attempts", (double)s->steal_attempts / reps);

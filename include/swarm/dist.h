@@ -98,10 +98,21 @@ int swarm_spawn_on(int rank, swarm_thread_t *thread, void *(*fn)(void *),
 int swarm_dist_rank(void);  /* this process's rank in MPI_COMM_WORLD */
 int swarm_dist_ranks(void); /* number of ranks */
 swarm_dist_steal_t swarm_dist_steal_mode(void);
+/* How the uni-address region is exposed to other ranks, chosen at
+ * swarm_dist_init (SWARM_DIST_WINDOW=auto|shared|created): "shared"
+ * (MPI_Win_allocate, every rank on one node, a steal is loads and stores)
+ * or "created" (swarm's own mapping under MPI_Win_create: any transport,
+ * nodes that share no memory); "none" before init. */
+const char *swarm_dist_window_path(void);
+/* Nodes the ranks run on (ranks that can share memory are one node). */
+int swarm_dist_nodes(void);
 
-/* Message stealing: answers pending steal requests now. A running thread
- * does this every few spawns by itself; one that computes long without
- * spawning may call it. A no-op under RMA stealing. */
+/* Lets thieves make progress against this rank now: answers pending
+ * message steals, or, on the "created" window, lets MPI apply their RMA.
+ * A running thread does this every few spawns by itself; one that computes
+ * long without spawning may call it (on the created window a progress
+ * thread also does, every SWARM_DIST_PROGRESS_US). A no-op under RMA
+ * stealing on the shared window. */
 void swarm_dist_poll(void);
 
 /* The rank a thread was created on: swarm_dist_creator(swarm_self()). */
@@ -128,6 +139,7 @@ typedef struct swarm_dist_stats {
    * frames in place). */
   uint64_t ns_steal_lock, ns_steal_index, ns_steal_entry, ns_steal_frames,
       ns_steal_unlock, ns_steal_total;
+  uint64_t node_steals; /* steals (of `steals`) from a rank on this node */
 } swarm_dist_stats_t;
 
 int swarm_dist_stats_get(swarm_dist_stats_t *stats);

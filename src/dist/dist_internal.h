@@ -3,20 +3,20 @@
  * of each rank's MPI window, the per-rank runtime state, and the handle
  * encodings. One rank = one worker = this process's main kernel thread, so
  * the state is a plain static struct (same address on every rank, different
- * contents).
+ * contents), which every file reaches through the pointer `dist`.
  *
- * Window of every rank (MPI_Win_allocate, displacement unit 1), at offsets
- * the same on all ranks:
+ * Window of every rank (displacement unit 1; window.c says how it is made,
+ * shared or created), at offsets the same on all ranks:
  *
  *   0          dist_meta: deque lock/top/bottom, termination flag, inbox
  *              indices, then the deque entries and the inbox slots
- *   off_rec    join records (dist_rec), one per live thread created here
+ *   off_records join records (dist_rec), one per live thread created here
  *   off_evac   evacuated stacks of suspended threads (dist_evac + frames)
  *   off_global swarm_global_alloc's heap
  *   off_region the uni-address region, page aligned: the same pages are
- *              also mapped at DIST_UNI_BASE (mremap of the shared window
- *              memory), where threads run. Thieves read a victim's frames
- *              through the window.
+ *              those at DIST_UNI_BASE, where threads run (an alias of the
+ *              shared window memory, or the window itself when created).
+ *              Thieves read a victim's frames through the window.
  *
  * Words written by one side and read by the other with plain loads/stores
  * rely on MPI_WIN_UNIFIED (checked at init) and aligned 8-byte accesses
@@ -28,6 +28,7 @@
 #define SWARM_DIST_INTERNAL_H
 
 #include <mpi.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,18 +122,33 @@ typedef struct dist_req {
 typedef struct dist_state {
   int initialized, in_run;
   int rank, nranks;
-  swarm_dist_steal_t steal;
+  int n_nodes;     /* ranks that share memory count as one node */
+  int *node_peers; /* the other ranks on this node (thieves try first) */
+  int n_node_peers;
+  int window_path;          /* 0 shared (MPI_Win_allocate), 1 created */
+  int thread_level;         /* what MPI_Init_thread provided */
+  int spawn_poll;           /* a running thread polls MPI at spawns, */
+  unsigned spawn_poll_mask; /* when (spawns & mask) == 0 */
+  char node_name[MPI_MAX_PROCESSOR_NAME];
+  /* progress thread of the created path (window.c), and the lock that
+   * serialises its MPI calls with the main thread's */
+  int progress_on, progress_stop;
+  int mpi_lock; /* who holds it: swarm_dist_mpi_held, per thread */
+  uint64_t progress_ns;
+  MPI_Comm progress_comm;
+  pthread_t progress_thread;
+  swarm_dist_steal_t steal_mode;
   MPI_Win win;
-  MPI_Comm comm; /* message steals and termination */
-  char *base;    /* this rank's window memory */
+  MPI_Comm comm;  /* message steals and termination */
+  char *win_base; /* this rank's window memory */
   dist_meta_t *meta;
-  dist_rec_t *rec;
-  size_t nrec;
-  size_t off_rec, off_evac, off_global, off_region;
+  dist_rec_t *records;
+  size_t n_records;
+  size_t off_records, off_evac, off_global, off_region;
   size_t evac_size, global_size, region_size;
   uint64_t run;
-  /* records: free list and bump index */
-  uint64_t rec_free, rec_bump;
+  /* join records: free list and bump index */
+  uint64_t records_free, records_bump;
   /* evacuation heap: size classes, bump offset, remotely freed pending */
   uint64_t evac_free[DIST_EVAC_CLASSES];
   uint64_t evac_bump;
@@ -140,30 +156,57 @@ typedef struct dist_state {
   size_t n_pending, cap_pending;
   uint64_t global_bump;
   /* the running thread: top of its stack and handle */
-  uint64_t cur_base, cur_thread;
-  void *sched_sp;   /* the scheduler context (main thread's stack) */
-  void *spawn_sp;   /* save slot of swarm_spawn (read by its after hook) */
-  void *scratch_sp; /* save slot of contexts that never resume */
-  dist_req_t req;
-  unsigned poll_count;
-  uint64_t rng;
+  uint64_t cur_stack_top, cur_thread;
+  void *sched_sp;     /* the scheduler context (main thread's stack) */
+  void *spawn_sp;     /* save slot of swarm_spawn (read by its after hook) */
+  void *scratch_sp;   /* save slot of contexts that never resume */
+  dist_req_t handoff; /* what a thread hands the scheduler */
+  unsigned spawns_since_poll;
+  uint64_t rng_state;
   swarm_dist_stats_t stats;
   /* latest steals: total, lock, index, entry, frames, unlock (ns), bytes */
   uint32_t steal_samples[DIST_STEAL_SAMPLES][7];
   uint64_t n_steal_samples; /* ever recorded since the last reset */
 } dist_state_t;
 
-extern dist_state_t swarm_dist_g;
-#define D swarm_dist_g
+/* The one instance (init.c), reached in every file through `dist`. */
+extern dist_state_t swarm_dist_state;
+static dist_state_t *const dist = &swarm_dist_state;
 
 /* sched.c */
 void swarm_dist_sched_reset(void);
 void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
                            uint64_t *root_result);
 void swarm_dist_serve_requests(void);
+void swarm_dist_serve_requests_nowait(void);
 void swarm_dist_record_steal(uint64_t total, uint64_t lock, uint64_t index,
                              uint64_t entry, uint64_t frames, uint64_t unlock,
                              uint64_t bytes);
+
+/* window.c */
+int swarm_dist_window_setup(void);
+void swarm_dist_window_free(void);
+void swarm_dist_progress_poll(void);
+extern __thread int swarm_dist_mpi_held;
+int swarm_dist_mpi_trylock(void);
+void swarm_dist_mpi_lock(void);
+void swarm_dist_mpi_unlock(void);
+
+/* MPI_THREAD_SERIALIZED with the progress thread (created window only):
+ * the main thread holds the MPI lock except while it runs thread code.
+ * Thread code that calls MPI takes it around the calls (dist_mpi_enter
+ * returns whether it took it, for dist_mpi_exit); the scheduler gives it
+ * up around each switch into a thread. */
+static inline int dist_mpi_enter(void) {
+  if (__builtin_expect(!dist->progress_on || swarm_dist_mpi_held, 1))
+    return 0;
+  swarm_dist_mpi_lock();
+  return 1;
+}
+static inline void dist_mpi_exit(int took) {
+  if (took)
+    swarm_dist_mpi_unlock();
+}
 
 /* global.c: window access helpers */
 void swarm_dist_faa(int rank, uint64_t off, int64_t v, uint64_t *old);

@@ -4,10 +4,11 @@
  * the public swarm_global_* memory built on them.
  *
  * Every helper completes its operation (MPI_Win_flush) before returning, so
- * callers can order accesses by program order. The window is opened once
- * with MPI_Win_lock_all at init and stays in a passive-target epoch.
- * Global memory is a bump heap per rank (off_global .. + global_size),
- * released as a whole at swarm_dist_finalize.
+ * callers can order accesses by program order. Called from thread code
+ * too: each takes the MPI lock when the progress thread runs (window.c). The
+ * window is opened once with MPI_Win_lock_all at init and stays in a
+ * passive-target epoch. Global memory is a bump heap per rank (off_global .. +
+ * global_size), released as a whole at swarm_dist_finalize.
  */
 #include "dist_internal.h"
 
@@ -15,37 +16,45 @@
 
 void swarm_dist_faa(int rank, uint64_t off, int64_t v, uint64_t *old) {
   uint64_t dummy;
+  int took = dist_mpi_enter();
   MPI_Fetch_and_op(&v, old ? old : &dummy, MPI_INT64_T, rank, (MPI_Aint)off,
-                   MPI_SUM, D.win);
-  MPI_Win_flush(rank, D.win);
+                   MPI_SUM, dist->win);
+  MPI_Win_flush(rank, dist->win);
+  dist_mpi_exit(took);
 }
 
 void swarm_dist_get(void *dst, int rank, uint64_t off, size_t n) {
   if (n == 0)
     return;
-  MPI_Get(dst, (int)n, MPI_BYTE, rank, (MPI_Aint)off, (int)n, MPI_BYTE, D.win);
-  MPI_Win_flush(rank, D.win);
+  int took = dist_mpi_enter();
+  MPI_Get(dst, (int)n, MPI_BYTE, rank, (MPI_Aint)off, (int)n, MPI_BYTE,
+          dist->win);
+  MPI_Win_flush(rank, dist->win);
+  dist_mpi_exit(took);
 }
 
 void swarm_dist_put(int rank, uint64_t off, const void *src, size_t n) {
   if (n == 0)
     return;
-  MPI_Put(src, (int)n, MPI_BYTE, rank, (MPI_Aint)off, (int)n, MPI_BYTE, D.win);
-  MPI_Win_flush(rank, D.win);
+  int took = dist_mpi_enter();
+  MPI_Put(src, (int)n, MPI_BYTE, rank, (MPI_Aint)off, (int)n, MPI_BYTE,
+          dist->win);
+  MPI_Win_flush(rank, dist->win);
+  dist_mpi_exit(took);
 }
 
 swarm_gptr_t swarm_global_alloc(size_t size) {
-  if (!D.initialized)
+  if (!dist->initialized)
     return SWARM_GPTR_NULL;
   size = (size + 7) & ~(size_t)7;
   if (size == 0)
     size = 8;
-  if (D.global_bump + size > D.global_size)
+  if (dist->global_bump + size > dist->global_size)
     return SWARM_GPTR_NULL;
-  uint64_t off = D.off_global + D.global_bump;
-  D.global_bump += size;
-  memset(D.base + off, 0, size);
-  return dist_gref(D.rank, off);
+  uint64_t off = dist->off_global + dist->global_bump;
+  dist->global_bump += size;
+  memset(dist->win_base + off, 0, size);
+  return dist_gref(dist->rank, off);
 }
 
 int swarm_gptr_rank(swarm_gptr_t p) {

@@ -1,9 +1,9 @@
 /*
  * dist/init.c — bringing the distributed runtime up and down: the steal
  * mode, ASLR (re-exec with ADDR_NO_RANDOMIZE before MPI_Init, then a
- * cross-rank check of every mapped object's load address), the per-rank
- * MPI window and its uni-address alias, swarm_dist_run's collective
- * framing, and the counters.
+ * cross-rank check of every mapped object's load address), the order of
+ * setup (window.c makes the window and the uni-address region),
+ * swarm_dist_run's collective framing, and the counters.
  *
  * Invariants: after a successful swarm_dist_init every rank has the same
  * load address for every object, the window is in a passive-target epoch
@@ -18,11 +18,10 @@
 #include <link.h>
 #include <stdarg.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/personality.h>
 #include <unistd.h>
 
-dist_state_t swarm_dist_g;
+dist_state_t swarm_dist_state;
 
 void swarm_dist_fatal(const char *fmt, ...) {
   va_list ap;
@@ -79,6 +78,7 @@ typedef struct addr_list {
   int n;
   uint64_t addr[ADDR_MAX];
   char name[ADDR_MAX][48];
+  char node[64]; /* MPI_Get_processor_name, for the message */
 } addr_list_t;
 
 static int collect_cb(struct dl_phdr_info *info, size_t size, void *p) {
@@ -109,7 +109,7 @@ static void collect_startup_objects(void) {
   memset(l, 0, sizeof *l);
   dl_iterate_phdr(collect_cb, l);
   if (l->n < ADDR_MAX) {
-    l->addr[l->n] = (uint64_t)(uintptr_t)&swarm_dist_g;
+    l->addr[l->n] = (uint64_t)(uintptr_t)&swarm_dist_state;
     snprintf(l->name[l->n], sizeof l->name[0], "libswarm-dist state");
     l->n++;
   }
@@ -120,41 +120,43 @@ static void collect_startup_objects(void) {
  * otherwise. */
 static int check_addresses(void) {
   addr_list_t mine = startup_objects;
+  snprintf(mine.node, sizeof mine.node, "%.63s", dist->node_name);
   const char *skew = getenv("SWARM_DIST_TEST_SKEW");
-  if (skew && atoi(skew) == D.rank && D.rank != 0)
+  if (skew && atoi(skew) == dist->rank && dist->rank != 0)
     mine.addr[0] += 4096; /* tests: pretend this rank's executable moved */
-  addr_list_t *all = malloc(sizeof(addr_list_t) * (size_t)D.nranks);
+  addr_list_t *all = malloc(sizeof(addr_list_t) * (size_t)dist->nranks);
   if (!all)
     return ENOMEM;
   MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine,
                 MPI_BYTE, MPI_COMM_WORLD);
   int bad = 0;
-  for (int r = 1; r < D.nranks; r++) {
+  for (int r = 1; r < dist->nranks; r++) {
     int n = all[r].n < all[0].n ? all[r].n : all[0].n;
     for (int i = 0; i < n; i++) {
       if (all[r].addr[i] != all[0].addr[i] ||
           strcmp(all[r].name[i], all[0].name[i]) != 0) {
-        if (D.rank == 0 && bad < 4)
+        if (dist->rank == 0 && bad < 4)
           fprintf(stderr,
                   "swarm-dist: addresses differ across ranks: %s at %#llx on "
-                  "rank 0 but %s at %#llx on rank %d\n",
+                  "rank 0 (node %s) but %s at %#llx on rank %d (node %s)\n",
                   all[0].name[i], (unsigned long long)all[0].addr[i],
-                  all[r].name[i], (unsigned long long)all[r].addr[i], r);
+                  all[0].node, all[r].name[i],
+                  (unsigned long long)all[r].addr[i], r, all[r].node);
         bad++;
         break;
       }
     }
     if (all[r].n != all[0].n && !bad) {
-      if (D.rank == 0)
+      if (dist->rank == 0)
         fprintf(stderr,
                 "swarm-dist: addresses differ across ranks: %d objects "
-                "mapped on rank 0, %d on rank %d\n",
-                all[0].n, all[r].n, r);
+                "mapped on rank 0 (node %s), %d on rank %d (node %s)\n",
+                all[0].n, all[0].node, all[r].n, r, all[r].node);
       bad++;
     }
   }
   free(all);
-  if (bad && D.rank == 0)
+  if (bad && dist->rank == 0)
     fprintf(stderr,
             "swarm-dist: code and static data must sit at the same addresses "
             "on every rank (uni-address threads migrate with return addresses "
@@ -164,6 +166,19 @@ static int check_addresses(void) {
             "executable, on every rank.\n",
             aslr_on() ? "on" : "off");
   return bad ? EADDRNOTAVAIL : 0;
+}
+
+/* Open MPI: Debian's openmpi-mca-params.conf disables osc pt2pt, the
+ * only one-sided component that works between nodes without RDMA hardware
+ * (osc rdma over TCP cannot create windows). Unless the user chose the osc
+ * components, allow it again for this process (sm and rdma still rank
+ * above it where they work). */
+static void default_osc(void) {
+#ifdef OPEN_MPI
+  const char *w = getenv("SWARM_DIST_WINDOW");
+  if (!getenv("OMPI_MCA_osc") && !(w && strcmp(w, "shared") == 0))
+    setenv("OMPI_MCA_osc", "^ucx", 0);
+#endif
 }
 
 /* ---- configuration ----------------------------------------------------- */
@@ -234,105 +249,10 @@ static int take_steal_flag(int *argc, char **argv, swarm_dist_steal_t *out) {
   return e;
 }
 
-/* ---- the window -------------------------------------------------------- */
-
-static int setup_window(void) {
-  long page = sysconf(_SC_PAGESIZE);
-  size_t nrec = (size_t)1 << 18;
-  D.nrec = nrec;
-  D.off_rec = (sizeof(dist_meta_t) + 63) & ~(size_t)63;
-  D.off_evac = D.off_rec + nrec * sizeof(dist_rec_t);
-  D.off_global = D.off_evac + D.evac_size;
-  size_t region_unaligned = D.off_global + D.global_size;
-  size_t total = region_unaligned + D.region_size + 2 * (size_t)page;
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "alloc_shared_noncontig", "true");
-  int e = MPI_Win_allocate((MPI_Aint)total, 1, info, MPI_COMM_WORLD, &D.base,
-                           &D.win);
-  MPI_Info_free(&info);
-  if (e != MPI_SUCCESS)
-    return ENOMEM;
-  int *model, flag;
-  MPI_Win_get_attr(D.win, MPI_WIN_MODEL, &model, &flag);
-  int ok = flag && *model == MPI_WIN_UNIFIED;
-  if (!ok && D.rank == 0)
-    fprintf(stderr, "swarm-dist: this MPI's windows are not "
-                    "MPI_WIN_UNIFIED\n");
-  /* The region starts on a page boundary of this rank's window memory;
-   * offsets must agree across ranks, so take the largest. */
-  uintptr_t b = (uintptr_t)D.base + region_unaligned;
-  uint64_t off =
-      (uint64_t)(((b + (uintptr_t)page - 1) & ~((uintptr_t)page - 1)) -
-                 (uintptr_t)D.base);
-  uint64_t max_off;
-  MPI_Allreduce(&off, &max_off, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-  D.off_region = max_off;
-  /* This rank's offset may then be misaligned: allocate was 2 pages
-   * larger, so the first aligned offset >= max_off exists; all ranks' bases
-   * are page+const aligned in practice. Check and fail together. */
-  void *src = D.base + D.off_region;
-  if (ok && ((uintptr_t)src & ((uintptr_t)page - 1)) != 0) {
-    fprintf(stderr,
-            "swarm-dist: rank %d: window memory not aligned alike "
-            "on every rank\n",
-            D.rank);
-    ok = 0;
-  }
-  if (ok) {
-    void *want = (void *)DIST_UNI_BASE;
-    void *res = mmap(want, D.region_size, PROT_NONE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-    if (res != want) {
-      fprintf(stderr,
-              "swarm-dist: rank %d: address range %p..+%zu for the "
-              "uni-address region is taken: %s\n",
-              D.rank, want, D.region_size, strerror(errno));
-      if (res != MAP_FAILED)
-        munmap(res, D.region_size);
-      ok = 0;
-    } else {
-      /* old_size 0: a second mapping of the same (shared) pages. Alone,
-       * no thief ever reads the region through the window (and Open MPI
-       * then gives private memory): plain anonymous memory will do. */
-      if (D.nranks == 1)
-        res = mmap(want, D.region_size, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-      else
-        res =
-            mremap(src, 0, D.region_size, MREMAP_MAYMOVE | MREMAP_FIXED, want);
-      if (res != want) {
-        fprintf(stderr,
-                "swarm-dist: rank %d: cannot map the MPI window at "
-                "the uni-address (mremap: %s); the window memory "
-                "must be shareable (Open MPI osc sm/rdma on one "
-                "node)\n",
-                D.rank, strerror(errno));
-        munmap(want, D.region_size);
-        ok = 0;
-      }
-    }
-  }
-  int all_ok;
-  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (!all_ok) {
-    if (ok)
-      munmap((void *)DIST_UNI_BASE, D.region_size);
-    MPI_Win_free(&D.win);
-    return ENOTSUP;
-  }
-  D.meta = (dist_meta_t *)D.base;
-  D.rec = (dist_rec_t *)(D.base + D.off_rec);
-  memset(D.meta, 0, sizeof *D.meta);
-  MPI_Barrier(MPI_COMM_WORLD);
-  MPI_Win_lock_all(MPI_MODE_NOCHECK, D.win);
-  return 0;
-}
-
 /* ---- public entry points ----------------------------------------------- */
 
 int swarm_dist_init(int *argc, char ***argv) {
-  if (D.initialized)
+  if (dist->initialized)
     return EBUSY;
 #if !defined(__x86_64__) || !defined(__linux__)
   (void)argc;
@@ -363,61 +283,80 @@ int swarm_dist_init(int *argc, char ***argv) {
     e = parse_size("SWARM_DIST_HEAP", (size_t)32 << 20, &heap);
   if (!e)
     e = parse_size("SWARM_DIST_GLOBAL", (size_t)16 << 20, &global);
-  int provided;
-  if (!inited)
-    MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
-  MPI_Comm_rank(MPI_COMM_WORLD, &D.rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &D.nranks);
+  if (!inited) {
+    default_osc();
+    /* SERIALIZED for the created path's progress thread (window.c). */
+    MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &dist->thread_level);
+  } else
+    MPI_Query_thread(&dist->thread_level);
+  MPI_Comm_rank(MPI_COMM_WORLD, &dist->rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &dist->nranks);
+  int name_len;
+  MPI_Get_processor_name(dist->node_name, &name_len);
   /* Configuration errors are local; agree on failing. */
   int any;
   MPI_Allreduce(&e, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (!any)
     any = check_addresses();
   if (!any) {
-    D.steal = steal;
-    D.region_size = region;
-    D.evac_size = heap;
-    D.global_size = global;
-    any = setup_window();
+    dist->steal_mode = steal;
+    dist->region_size = region;
+    dist->evac_size = heap;
+    dist->global_size = global;
+    any = swarm_dist_window_setup();
   }
   if (any) {
     MPI_Finalize();
     return any;
   }
-  MPI_Comm_dup(MPI_COMM_WORLD, &D.comm);
-  D.rng = 0x9e3779b97f4a7c15ull * (uint64_t)(D.rank + 1);
-  D.initialized = 1;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dist->comm);
+  dist->rng_state = 0x9e3779b97f4a7c15ull * (uint64_t)(dist->rank + 1);
+  /* A running thread answers message steals every 32 spawns; on the
+   * created window it lets MPI apply RMA every 1024 (~0.1 ms of fib; the
+   * progress thread bounds the wait anyway, and an MPI_Iprobe every 32
+   * spawns would be 3 million calls in UTS T1L). */
+  dist->spawn_poll =
+      dist->steal_mode == SWARM_DIST_STEAL_MSG || dist->window_path == 1;
+  dist->spawn_poll_mask = dist->steal_mode == SWARM_DIST_STEAL_MSG ? 31 : 1023;
+  dist->initialized = 1;
+  const char *stats = getenv("SWARM_STATS");
+  if (stats && *stats && strcmp(stats, "0") != 0 && dist->rank == 0)
+    fprintf(stderr,
+            "swarm-dist: %d ranks on %d nodes, window %s, %s stealing, "
+            "progress thread %s\n",
+            dist->nranks, dist->n_nodes, swarm_dist_window_path(),
+            dist->steal_mode == SWARM_DIST_STEAL_MSG ? "message" : "RMA",
+            dist->progress_on ? "on" : "off");
   return 0;
 #endif
 }
 
 int swarm_dist_finalize(void) {
-  if (!D.initialized || D.in_run)
+  if (!dist->initialized || dist->in_run)
     return EPERM;
   MPI_Barrier(MPI_COMM_WORLD);
-  MPI_Win_unlock_all(D.win);
-  munmap((void *)DIST_UNI_BASE, D.region_size);
-  MPI_Win_free(&D.win);
-  MPI_Comm_free(&D.comm);
-  free(D.evac_pending);
-  memset(&D, 0, sizeof D);
+  swarm_dist_window_free();
+  MPI_Comm_free(&dist->comm);
+  free(dist->evac_pending);
+  free(dist->node_peers);
+  memset(dist, 0, sizeof *dist);
   MPI_Finalize();
   return 0;
 }
 
 int swarm_dist_run(void *(*fn)(void *), void *arg, void **result) {
-  if (!D.initialized || D.in_run)
+  if (!dist->initialized || dist->in_run)
     return EPERM;
   if (!fn)
     return EINVAL;
-  D.run++;
+  dist->run++;
   swarm_dist_sched_reset();
-  MPI_Win_sync(D.win);
+  MPI_Win_sync(dist->win);
   MPI_Barrier(MPI_COMM_WORLD);
-  D.in_run = 1;
+  dist->in_run = 1;
   uint64_t r = 0;
   swarm_dist_sched_loop(fn, arg, &r);
-  D.in_run = 0;
+  dist->in_run = 0;
   MPI_Bcast(&r, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
   if (result)
     *result = (void *)(uintptr_t)r;
@@ -425,29 +364,32 @@ int swarm_dist_run(void *(*fn)(void *), void *arg, void **result) {
 }
 
 int swarm_dist_rank(void) {
-  return D.initialized ? D.rank : -1;
+  return dist->initialized ? dist->rank : -1;
 }
 int swarm_dist_ranks(void) {
-  return D.initialized ? D.nranks : 0;
+  return dist->initialized ? dist->nranks : 0;
+}
+int swarm_dist_nodes(void) {
+  return dist->initialized ? dist->n_nodes : 0;
 }
 swarm_dist_steal_t swarm_dist_steal_mode(void) {
-  return D.steal;
+  return dist->steal_mode;
 }
 
 int swarm_dist_stats_get(swarm_dist_stats_t *s) {
   if (!s)
     return EINVAL;
-  *s = D.stats;
+  *s = dist->stats;
   return 0;
 }
 
 int swarm_dist_stats_sum(swarm_dist_stats_t *s) {
   if (!s)
     return EINVAL;
-  if (!D.initialized)
+  if (!dist->initialized)
     return EPERM;
-  MPI_Allreduce(&D.stats, s, (int)(sizeof *s / sizeof(uint64_t)), MPI_UINT64_T,
-                MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&dist->stats, s, (int)(sizeof *s / sizeof(uint64_t)),
+                MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
   return 0;
 }
 
@@ -457,14 +399,14 @@ void swarm_dist_record_steal(uint64_t total, uint64_t lock, uint64_t index,
                              uint64_t entry, uint64_t frames, uint64_t unlock,
                              uint64_t bytes) {
   uint64_t v[7] = {total, lock, index, entry, frames, unlock, bytes};
-  uint32_t *s = D.steal_samples[D.n_steal_samples % DIST_STEAL_SAMPLES];
+  uint32_t *s = dist->steal_samples[dist->n_steal_samples % DIST_STEAL_SAMPLES];
   for (int i = 0; i < 7; i++)
     s[i] = v[i] > UINT32_MAX ? UINT32_MAX : (uint32_t)v[i];
-  D.n_steal_samples++;
+  dist->n_steal_samples++;
 }
 
 void swarm_dist_steal_profile_reset(void) {
-  D.n_steal_samples = 0;
+  dist->n_steal_samples = 0;
 }
 
 static int cmp_u32(const void *a, const void *b) {
@@ -475,18 +417,19 @@ static int cmp_u32(const void *a, const void *b) {
 int swarm_dist_steal_profile(swarm_dist_steal_profile_t *p) {
   if (!p)
     return EINVAL;
-  if (!D.initialized)
+  if (!dist->initialized)
     return EPERM;
-  int mine = (int)(D.n_steal_samples < DIST_STEAL_SAMPLES ? D.n_steal_samples
-                                                          : DIST_STEAL_SAMPLES);
-  int *counts = calloc((size_t)D.nranks, sizeof(int));
-  int *displs = calloc((size_t)D.nranks, sizeof(int));
+  int mine =
+      (int)(dist->n_steal_samples < DIST_STEAL_SAMPLES ? dist->n_steal_samples
+                                                       : DIST_STEAL_SAMPLES);
+  int *counts = calloc((size_t)dist->nranks, sizeof(int));
+  int *displs = calloc((size_t)dist->nranks, sizeof(int));
   if (!counts || !displs)
     swarm_dist_fatal("out of memory");
   int words = mine * 7;
   MPI_Allgather(&words, 1, MPI_INT, counts, 1, MPI_INT, MPI_COMM_WORLD);
   int total = 0;
-  for (int r = 0; r < D.nranks; r++) {
+  for (int r = 0; r < dist->nranks; r++) {
     displs[r] = total;
     total += counts[r];
   }
@@ -494,7 +437,7 @@ int swarm_dist_steal_profile(swarm_dist_steal_profile_t *p) {
   uint32_t *col = malloc(sizeof(uint32_t) * (size_t)(total / 7 + 1));
   if (!all || !col)
     swarm_dist_fatal("out of memory");
-  MPI_Allgatherv(D.steal_samples, words, MPI_UINT32_T, all, counts, displs,
+  MPI_Allgatherv(dist->steal_samples, words, MPI_UINT32_T, all, counts, displs,
                  MPI_UINT32_T, MPI_COMM_WORLD);
   int n = total / 7;
   double med[7] = {0}, p90 = 0;

@@ -7,7 +7,7 @@
  *
  * Invariants:
  *  - Threads run only in the uni-address region [DIST_UNI_BASE, +size); the
- *    scheduler runs on the main thread's own stack (D.sched_sp), so when it
+ *    scheduler runs on the main thread's own stack (dist->sched_sp), so when it
  *    runs, the region holds nothing live except continuations still on this
  *    rank's deque, and the scheduler never copies frames into the region
  *    before the deque is empty.
@@ -39,13 +39,10 @@
 
 #define META_OFF(f) ((uint64_t)offsetof(dist_meta_t, f))
 #define REC_OFF(i, f)                                                          \
-  (D.off_rec + (i) * sizeof(dist_rec_t) + offsetof(dist_rec_t, f))
+  (dist->off_records + (i) * sizeof(dist_rec_t) + offsetof(dist_rec_t, f))
 #define TAG_REQ 71
 #define TAG_REP 72
 #define TAG_FRAMES 73
-/* Message stealing: a running thread answers requests every this many
- * spawns (a power of two). */
-#define DIST_POLL_SPAWNS 32
 
 static inline void compiler_barrier(void) {
   __asm__ volatile("" ::: "memory");
@@ -59,26 +56,26 @@ static inline void vstore(uint64_t *p, uint64_t v) {
 }
 
 static uint64_t region_top(void) {
-  return DIST_UNI_BASE + D.region_size;
+  return DIST_UNI_BASE + dist->region_size;
 }
 
 /* ---- join records ------------------------------------------------------ */
 
 static uint64_t rec_alloc(void) {
-  uint64_t i = D.rec_free;
+  uint64_t i = dist->records_free;
   if (i)
-    D.rec_free = D.rec[i].next;
-  else if ((i = D.rec_bump++) >= D.nrec)
-    swarm_dist_fatal("rank %d: more than %zu live threads created here", D.rank,
-                     D.nrec - 1);
-  D.rec[i].state = 0;
-  D.rec[i].waiter = 0;
+    dist->records_free = dist->records[i].next;
+  else if ((i = dist->records_bump++) >= dist->n_records)
+    swarm_dist_fatal("rank %d: more than %zu live threads created here",
+                     dist->rank, dist->n_records - 1);
+  dist->records[i].state = 0;
+  dist->records[i].waiter = 0;
   return i;
 }
 
 static void rec_free_local(uint64_t i) {
-  D.rec[i].next = D.rec_free;
-  D.rec_free = i;
+  dist->records[i].next = dist->records_free;
+  dist->records_free = i;
 }
 
 /* ---- evacuation heap --------------------------------------------------- */
@@ -97,67 +94,67 @@ static int evac_class(size_t n) {
 }
 
 static evac_slot_t *evac_at(uint64_t off) {
-  return (evac_slot_t *)(D.base + off);
+  return (evac_slot_t *)(dist->win_base + off);
 }
 
 static void evac_free_local(uint64_t off) {
   evac_slot_t *s = evac_at(off);
   s->h.freed = 2; /* on a free list */
-  s->next = D.evac_free[s->cls];
-  D.evac_free[s->cls] = off;
+  s->next = dist->evac_free[s->cls];
+  dist->evac_free[s->cls] = off;
 }
 
 /* Slots resumed by another rank come back here (their `freed` word was set
  * by that rank's MPI_Put). */
 static void evac_reclaim(void) {
   size_t k = 0;
-  for (size_t i = 0; i < D.n_pending; i++) {
-    uint64_t off = D.evac_pending[i];
+  for (size_t i = 0; i < dist->n_pending; i++) {
+    uint64_t off = dist->evac_pending[i];
     evac_slot_t *s = evac_at(off);
     uint64_t f = vload(&s->h.freed);
     if (f == 0) {
-      D.evac_pending[k++] = off;
+      dist->evac_pending[k++] = off;
       continue;
     }
     s->in_pending = 0;
     if (f == 1)
       evac_free_local(off);
   }
-  D.n_pending = k;
+  dist->n_pending = k;
 }
 
 static uint64_t evac_alloc(size_t n) {
   int c = evac_class(n + sizeof(evac_slot_t));
   if (c >= DIST_EVAC_CLASSES)
     swarm_dist_fatal("evacuating %zu bytes of stack", n);
-  uint64_t off = D.evac_free[c];
+  uint64_t off = dist->evac_free[c];
   if (!off) {
     evac_reclaim();
-    off = D.evac_free[c];
+    off = dist->evac_free[c];
   }
   if (off) {
-    D.evac_free[c] = evac_at(off)->next;
+    dist->evac_free[c] = evac_at(off)->next;
   } else {
-    if (D.evac_bump + ((size_t)1 << c) > D.evac_size)
+    if (dist->evac_bump + ((size_t)1 << c) > dist->evac_size)
       swarm_dist_fatal("rank %d: SWARM_DIST_HEAP (%zu bytes) full of "
                        "suspended threads",
-                       D.rank, D.evac_size);
-    off = D.off_evac + D.evac_bump;
-    D.evac_bump += (size_t)1 << c;
+                       dist->rank, dist->evac_size);
+    off = dist->off_evac + dist->evac_bump;
+    dist->evac_bump += (size_t)1 << c;
     evac_at(off)->in_pending = 0;
   }
   evac_slot_t *s = evac_at(off);
   s->cls = (uint64_t)c;
   s->h.freed = 0;
   if (!s->in_pending) {
-    if (D.n_pending == D.cap_pending) {
-      D.cap_pending = D.cap_pending ? 2 * D.cap_pending : 256;
-      D.evac_pending =
-          realloc(D.evac_pending, D.cap_pending * sizeof *D.evac_pending);
-      if (!D.evac_pending)
+    if (dist->n_pending == dist->cap_pending) {
+      dist->cap_pending = dist->cap_pending ? 2 * dist->cap_pending : 256;
+      dist->evac_pending = realloc(
+          dist->evac_pending, dist->cap_pending * sizeof *dist->evac_pending);
+      if (!dist->evac_pending)
         swarm_dist_fatal("out of memory");
     }
-    D.evac_pending[D.n_pending++] = off;
+    dist->evac_pending[dist->n_pending++] = off;
     s->in_pending = 1;
   }
   return off;
@@ -176,63 +173,86 @@ static void lock_deque(int rank) {
   }
 }
 
+/* One try: for the progress thread, which holds the MPI lock that the
+ * deque lock's holder (the owner, popping) needs to let go. */
+static int try_lock_deque(int rank) {
+  uint64_t old;
+  swarm_dist_faa(rank, META_OFF(lock), 1, &old);
+  if (old == 0)
+    return 1;
+  swarm_dist_faa(rank, META_OFF(lock), -1, NULL);
+  return 0;
+}
+
 static void unlock_deque(int rank) {
   swarm_dist_faa(rank, META_OFF(lock), -1, NULL);
 }
 
 static inline void deq_push(uint64_t sp, uint64_t base, uint64_t thread) {
-  dist_meta_t *m = D.meta;
-  uint64_t t = m->bottom;
+  dist_meta_t *meta = dist->meta;
+  uint64_t t = meta->bottom;
   /* Signed: top may exceed bottom by one for a moment (a thief's tentative
    * increment racing our pop, rolled back by the thief). */
-  if ((int64_t)(t - vload(&m->top)) >= DIST_DEQ_CAP)
+  if ((int64_t)(t - vload(&meta->top)) >= DIST_DEQ_CAP)
     swarm_dist_fatal("rank %d: spawn chain deeper than %d (bottom %llu, "
                      "top %llu)",
-                     D.rank, DIST_DEQ_CAP, (unsigned long long)t,
-                     (unsigned long long)vload(&m->top));
-  dist_entry_t *e = &m->deq[t % DIST_DEQ_CAP];
+                     dist->rank, DIST_DEQ_CAP, (unsigned long long)t,
+                     (unsigned long long)vload(&meta->top));
+  dist_entry_t *e = &meta->deq[t % DIST_DEQ_CAP];
   e->sp = sp;
   e->base = base;
   e->thread = thread;
   compiler_barrier(); /* x86-64 (TSO): the entry is visible before bottom */
-  vstore(&m->bottom, t + 1);
+  vstore(&meta->bottom, t + 1);
 }
 
 /* THE protocol: the owner takes the youngest entry. */
 static int deq_pop(dist_entry_t *out) {
-  dist_meta_t *m = D.meta;
+  dist_meta_t *meta = dist->meta;
   /* No "top >= bottom: empty" shortcut: a thief's tentative top + 1 may
    * be rolled back, and the entry would then be left behind. */
-  uint64_t t = m->bottom - 1;
-  vstore(&m->bottom, t);
+  uint64_t t = meta->bottom - 1;
+  vstore(&meta->bottom, t);
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  if ((int64_t)vload(&m->top) > (int64_t)t) {
-    vstore(&m->bottom, t + 1);
-    lock_deque(D.rank);
-    vstore(&m->bottom, t);
-    if ((int64_t)vload(&m->top) > (int64_t)t) {
-      vstore(&m->bottom, t + 1);
-      unlock_deque(D.rank);
+  if ((int64_t)vload(&meta->top) > (int64_t)t) {
+    vstore(&meta->bottom, t + 1);
+    lock_deque(dist->rank);
+    vstore(&meta->bottom, t);
+    if ((int64_t)vload(&meta->top) > (int64_t)t) {
+      vstore(&meta->bottom, t + 1);
+      unlock_deque(dist->rank);
       return 0;
     }
-    unlock_deque(D.rank);
+    unlock_deque(dist->rank);
   }
-  *out = m->deq[t % DIST_DEQ_CAP];
+  *out = meta->deq[t % DIST_DEQ_CAP];
   return 1;
 }
 
-/* The owner takes its oldest entry for a message thief. */
-static int deq_take_oldest(dist_entry_t *out) {
-  dist_meta_t *m = D.meta;
+/* The oldest entry for a message thief: taken by the owner (scheduler,
+ * safe points) or, on the created window, by its progress thread. */
+static int deq_take_oldest(dist_entry_t *out, int may_wait) {
+  dist_meta_t *meta = dist->meta;
   int ok = 0;
-  lock_deque(D.rank);
-  uint64_t h = vload(&m->top);
-  if ((int64_t)h < (int64_t)vload(&m->bottom)) {
-    *out = m->deq[h % DIST_DEQ_CAP];
-    vstore(&m->top, h + 1);
-    ok = 1;
+  if (may_wait)
+    lock_deque(dist->rank);
+  else if (!try_lock_deque(dist->rank))
+    return 0;
+  /* As a thief (THE): claim top, then check that the owner's pop did not
+   * take the same entry meanwhile (the progress thread runs this while the
+   * owner may be popping; the owner's own calls never race). */
+  uint64_t h = vload(&meta->top);
+  if ((int64_t)h < (int64_t)vload(&meta->bottom)) {
+    vstore(&meta->top, h + 1);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if ((int64_t)(h + 1) > (int64_t)vload(&meta->bottom)) {
+      vstore(&meta->top, h);
+    } else {
+      *out = meta->deq[h % DIST_DEQ_CAP];
+      ok = 1;
+    }
   }
-  unlock_deque(D.rank);
+  unlock_deque(dist->rank);
   return ok;
 }
 
@@ -257,41 +277,53 @@ static void thread_entry(void *p) {
 /* Runs on the child's stack once the parent is saved: publish the parent. */
 static void *after_push_parent(void *p) {
   spawn_args_t *a = p;
-  deq_push((uint64_t)D.spawn_sp, D.cur_base, D.cur_thread);
-  D.cur_base = a->base;
-  D.cur_thread = a->thread;
+  deq_push((uint64_t)dist->spawn_sp, dist->cur_stack_top, dist->cur_thread);
+  dist->cur_stack_top = a->base;
+  dist->cur_thread = a->thread;
   return p;
 }
 
 static _Noreturn void thread_exit(void *result) {
-  uint64_t self = D.cur_thread;
+  uint64_t self = dist->cur_thread;
   dist_entry_t e;
   if (deq_pop(&e)) {
     /* Fast path: the parent is right above us and was never stolen. */
-    dist_rec_t *r = &D.rec[dist_handle_idx(self)];
+    dist_rec_t *r = &dist->records[dist_handle_idx(self)];
     r->result = (uint64_t)(uintptr_t)result;
     compiler_barrier();
     vstore(&r->state, 1);
-    D.cur_base = e.base;
-    D.cur_thread = e.thread;
+    dist->cur_stack_top = e.base;
+    dist->cur_thread = e.thread;
     swarm_arch_resume((void *)(uintptr_t)e.sp, NULL, NULL);
   }
-  D.req.kind = DIST_REQ_EXIT;
-  D.req.thread = self;
-  D.req.result = (uint64_t)(uintptr_t)result;
-  swarm_arch_resume(D.sched_sp, NULL, &D.req);
+  dist->handoff.kind = DIST_REQ_EXIT;
+  dist->handoff.thread = self;
+  dist->handoff.result = (uint64_t)(uintptr_t)result;
+  swarm_arch_resume(dist->sched_sp, NULL, &dist->handoff);
+}
+
+/* Every so many spawns (dist->spawn_poll_mask + 1), when a thief needs
+ * this rank in MPI:
+ * answer message steals, or (created window) let MPI apply RMA. */
+static void spawn_safe_point(void) {
+  int took = dist_mpi_enter();
+  if (dist->steal_mode == SWARM_DIST_STEAL_MSG)
+    swarm_dist_serve_requests();
+  else
+    swarm_dist_progress_poll();
+  dist_mpi_exit(took);
 }
 
 int swarm_spawn(swarm_thread_t *thread, const swarm_attr_t *attr,
                 void *(*fn)(void *), void *arg) {
   if (!thread || !fn)
     return EINVAL;
-  if (!D.in_run || !D.cur_thread)
+  if (!dist->in_run || !dist->cur_thread)
     return EPERM;
   if (attr)
     return ENOTSUP; /* dist threads have no attributes */
   uint64_t idx = rec_alloc();
-  uint64_t h = dist_handle(D.rank, idx);
+  uint64_t h = dist_handle(dist->rank, idx);
   *thread = h;
   uintptr_t sp;
   __asm__ volatile("movq %%rsp, %0" : "=r"(sp));
@@ -300,26 +332,26 @@ int swarm_spawn(swarm_thread_t *thread, const swarm_attr_t *attr,
   if (top < DIST_UNI_BASE + 64 * 1024)
     swarm_dist_fatal("rank %d: uni-address region (SWARM_DIST_STACK=%zu) "
                      "overflows",
-                     D.rank, D.region_size);
+                     dist->rank, dist->region_size);
   spawn_args_t a = {fn, arg, h, top};
-  D.stats.spawns++;
-  swarm_arch_start(&D.spawn_sp, (void *)top, thread_entry, after_push_parent,
-                   &a);
+  dist->stats.spawns++;
+  swarm_arch_start(&dist->spawn_sp, (void *)top, thread_entry,
+                   after_push_parent, &a);
   /* Here again: the child finished (or the parent was stolen and resumed
    * on another rank, maybe with the child still running). */
-  if (D.steal == SWARM_DIST_STEAL_MSG &&
-      (++D.poll_count & (DIST_POLL_SPAWNS - 1)) == 0)
-    swarm_dist_serve_requests();
+  if (dist->spawn_poll &&
+      (++dist->spawns_since_poll & dist->spawn_poll_mask) == 0)
+    spawn_safe_point();
   return 0;
 }
 
 static void rec_read(uint64_t h, uint64_t *state, uint64_t *result) {
   int r = dist_handle_rank(h);
   uint64_t i = dist_handle_idx(h);
-  if (r == D.rank) {
-    *state = vload(&D.rec[i].state);
+  if (r == dist->rank) {
+    *state = vload(&dist->records[i].state);
     compiler_barrier();
-    *result = vload(&D.rec[i].result);
+    *result = vload(&dist->records[i].result);
   } else {
     uint64_t v[2];
     swarm_dist_get(v, r, REC_OFF(i, state), sizeof v);
@@ -329,24 +361,24 @@ static void rec_read(uint64_t h, uint64_t *state, uint64_t *result) {
 }
 
 int swarm_join(swarm_thread_t h, void **result) {
-  if (!(h & DIST_H_FLAG) || dist_handle_rank(h) >= D.nranks)
+  if (!(h & DIST_H_FLAG) || dist_handle_rank(h) >= dist->nranks)
     return ESRCH;
-  if (!D.in_run || !D.cur_thread)
+  if (!dist->in_run || !dist->cur_thread)
     return EPERM;
-  if (h == D.cur_thread)
+  if (h == dist->cur_thread)
     return EDEADLK;
   uint64_t state, res;
   rec_read(h, &state, &res);
   if (state == 0) {
-    D.req.kind = DIST_REQ_SUSPEND;
-    D.req.thread = h;
-    swarm_arch_switch(&D.spawn_sp, D.sched_sp, NULL, &D.req);
+    dist->handoff.kind = DIST_REQ_SUSPEND;
+    dist->handoff.thread = h;
+    swarm_arch_switch(&dist->spawn_sp, dist->sched_sp, NULL, &dist->handoff);
     /* Resumed, here or elsewhere: h has finished. */
     rec_read(h, &state, &res);
   }
   if (result)
     *result = (void *)(uintptr_t)res;
-  if (dist_handle_rank(h) == D.rank)
+  if (dist_handle_rank(h) == dist->rank)
     rec_free_local(dist_handle_idx(h));
   /* A record on another rank stays allocated until the run ends: remote
    * joins are O(steals). */
@@ -354,33 +386,33 @@ int swarm_join(swarm_thread_t h, void **result) {
 }
 
 swarm_thread_t swarm_self(void) {
-  return D.in_run ? D.cur_thread : 0;
+  return dist->in_run ? dist->cur_thread : 0;
 }
 int swarm_worker_id(void) {
-  return D.initialized ? D.rank : -1;
+  return dist->initialized ? dist->rank : -1;
 }
 int swarm_num_workers(void) {
-  return D.initialized ? D.nranks : 0;
+  return dist->initialized ? dist->nranks : 0;
 }
 int swarm_dist_creator(swarm_thread_t t) {
   return (t & DIST_H_FLAG) ? dist_handle_rank(t) : -1;
 }
 
 void swarm_dist_poll(void) {
-  if (D.in_run && D.steal == SWARM_DIST_STEAL_MSG)
-    swarm_dist_serve_requests();
+  if (dist->in_run && dist->spawn_poll)
+    spawn_safe_point();
 }
 
 /* ---- HIVE: remote creation --------------------------------------------- */
 
 int swarm_spawn_on(int rank, swarm_thread_t *thread, void *(*fn)(void *),
                    void *arg) {
-  if (!thread || !fn || rank < 0 || rank >= D.nranks)
+  if (!thread || !fn || rank < 0 || rank >= dist->nranks)
     return EINVAL;
-  if (!D.in_run)
+  if (!dist->in_run)
     return EPERM;
   uint64_t idx = rec_alloc();
-  uint64_t h = dist_handle(D.rank, idx);
+  uint64_t h = dist_handle(dist->rank, idx);
   *thread = h;
   uint64_t slot;
   swarm_dist_faa(rank, META_OFF(inbox_tail), 1, &slot);
@@ -399,42 +431,49 @@ int swarm_spawn_on(int rank, swarm_thread_t *thread, void *(*fn)(void *),
                  sizeof body);
   uint64_t seq = slot + 1;
   swarm_dist_put(rank, off, &seq, sizeof seq);
-  D.stats.remote_spawns++;
+  dist->stats.remote_spawns++;
   return 0;
 }
 
 /* ---- stealing ---------------------------------------------------------- */
 
 static uint64_t xorshift(void) {
-  uint64_t x = D.rng;
+  uint64_t x = dist->rng_state;
   x ^= x << 13;
   x ^= x >> 7;
   x ^= x << 17;
-  return D.rng = x;
+  return dist->rng_state = x;
 }
 
 /* Victim choice from the loads the ranks publish in their windows (deque
  * size + pending remote spawns, one MPI_Get of the header each): the more
- * loaded of two random other ranks, -1 when both look empty. */
+ * loaded of two random other ranks, -1 when both look empty. Hierarchy:
+ * with ranks on several nodes, the first candidate is a rank of this node
+ * when there is one, and it wins ties: work stays on the node (where a
+ * steal is cheaper) unless another node has more. */
 static int choose_victim(void) {
-  if (D.nranks < 2)
+  if (dist->nranks < 2)
     return -1;
-  int cand[2], nc = D.nranks > 2 ? 2 : 1;
-  cand[0] = (int)(xorshift() % (uint64_t)(D.nranks - 1));
-  if (cand[0] >= D.rank)
-    cand[0]++;
+  int cand[2], nc = dist->nranks > 2 ? 2 : 1;
+  if (dist->n_nodes > 1 && dist->n_node_peers > 0)
+    cand[0] = dist->node_peers[xorshift() % (uint64_t)dist->n_node_peers];
+  else {
+    cand[0] = (int)(xorshift() % (uint64_t)(dist->nranks - 1));
+    if (cand[0] >= dist->rank)
+      cand[0]++;
+  }
   if (nc == 2) {
     do {
-      cand[1] = (int)(xorshift() % (uint64_t)(D.nranks - 1));
-      if (cand[1] >= D.rank)
+      cand[1] = (int)(xorshift() % (uint64_t)(dist->nranks - 1));
+      if (cand[1] >= dist->rank)
         cand[1]++;
     } while (cand[1] == cand[0]);
   }
   uint64_t hdr[2][6];
   for (int i = 0; i < nc; i++)
-    MPI_Get(hdr[i], 6, MPI_UINT64_T, cand[i], 0, 6, MPI_UINT64_T, D.win);
+    MPI_Get(hdr[i], 6, MPI_UINT64_T, cand[i], 0, 6, MPI_UINT64_T, dist->win);
   for (int i = 0; i < nc; i++)
-    MPI_Win_flush(cand[i], D.win);
+    MPI_Win_flush(cand[i], dist->win);
   int best = -1;
   int64_t best_load = 0;
   for (int i = 0; i < nc; i++) {
@@ -479,18 +518,18 @@ static int steal_rma(int v, dist_entry_t *e) {
   uint64_t t3 = dist_now_ns();
   size_t n = e->base - e->sp;
   swarm_dist_get((void *)(uintptr_t)e->sp, v,
-                 D.off_region + (e->sp - DIST_UNI_BASE), n);
+                 dist->off_region + (e->sp - DIST_UNI_BASE), n);
   uint64_t t4 = dist_now_ns();
   unlock_deque(v);
   uint64_t t5 = dist_now_ns();
-  D.stats.steals++;
-  D.stats.steal_bytes += n;
-  D.stats.ns_steal_lock += t1 - t0;
-  D.stats.ns_steal_index += t2 - t1;
-  D.stats.ns_steal_entry += t3 - t2;
-  D.stats.ns_steal_frames += t4 - t3;
-  D.stats.ns_steal_unlock += t5 - t4;
-  D.stats.ns_steal_total += t5 - t0;
+  dist->stats.steals++;
+  dist->stats.steal_bytes += n;
+  dist->stats.ns_steal_lock += t1 - t0;
+  dist->stats.ns_steal_index += t2 - t1;
+  dist->stats.ns_steal_entry += t3 - t2;
+  dist->stats.ns_steal_frames += t4 - t3;
+  dist->stats.ns_steal_unlock += t5 - t4;
+  dist->stats.ns_steal_total += t5 - t0;
   swarm_dist_record_steal(t5 - t0, t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4,
                           n);
   return 1;
@@ -502,8 +541,8 @@ static int steal_msg(int v, dist_entry_t *e) {
   uint64_t t0 = dist_now_ns();
   int dummy = 0, done = 0;
   MPI_Request rq;
-  MPI_Irecv(e, (int)sizeof *e, MPI_BYTE, v, TAG_REP, D.comm, &rq);
-  MPI_Send(&dummy, 1, MPI_INT, v, TAG_REQ, D.comm);
+  MPI_Irecv(e, (int)sizeof *e, MPI_BYTE, v, TAG_REP, dist->comm, &rq);
+  MPI_Send(&dummy, 1, MPI_INT, v, TAG_REQ, dist->comm);
   while (!done) {
     MPI_Test(&rq, &done, MPI_STATUS_IGNORE);
     if (!done) {
@@ -514,36 +553,46 @@ static int steal_msg(int v, dist_entry_t *e) {
   if (e->sp == 0)
     return 0;
   size_t n = e->base - e->sp;
-  MPI_Recv((void *)(uintptr_t)e->sp, (int)n, MPI_BYTE, v, TAG_FRAMES, D.comm,
-           MPI_STATUS_IGNORE);
-  D.stats.steals++;
-  D.stats.steal_bytes += n;
+  MPI_Recv((void *)(uintptr_t)e->sp, (int)n, MPI_BYTE, v, TAG_FRAMES,
+           dist->comm, MPI_STATUS_IGNORE);
+  dist->stats.steals++;
+  dist->stats.steal_bytes += n;
   uint64_t t = dist_now_ns() - t0;
-  D.stats.ns_steal_total += t;
+  dist->stats.ns_steal_total += t;
   swarm_dist_record_steal(t, 0, 0, 0, 0, 0, n);
   return 1;
 }
 
-void swarm_dist_serve_requests(void) {
+/* Answers pending message steals; may_wait 0 (the progress thread):
+ * answers "none" rather than wait for the deque lock. */
+static void serve_requests(int may_wait) {
   for (;;) {
     int flag;
     MPI_Status st;
-    MPI_Iprobe(MPI_ANY_SOURCE, TAG_REQ, D.comm, &flag, &st);
+    MPI_Iprobe(MPI_ANY_SOURCE, TAG_REQ, dist->comm, &flag, &st);
     if (!flag)
       return;
     int dummy;
-    MPI_Recv(&dummy, 1, MPI_INT, st.MPI_SOURCE, TAG_REQ, D.comm,
+    MPI_Recv(&dummy, 1, MPI_INT, st.MPI_SOURCE, TAG_REQ, dist->comm,
              MPI_STATUS_IGNORE);
     dist_entry_t e;
     memset(&e, 0, sizeof e);
-    int ok = deq_take_oldest(&e);
-    MPI_Send(&e, (int)sizeof e, MPI_BYTE, st.MPI_SOURCE, TAG_REP, D.comm);
+    int ok = deq_take_oldest(&e, may_wait);
+    MPI_Send(&e, (int)sizeof e, MPI_BYTE, st.MPI_SOURCE, TAG_REP, dist->comm);
     if (ok) {
       MPI_Send((void *)(uintptr_t)e.sp, (int)(e.base - e.sp), MPI_BYTE,
-               st.MPI_SOURCE, TAG_FRAMES, D.comm);
-      D.stats.requests_served++;
+               st.MPI_SOURCE, TAG_FRAMES, dist->comm);
+      dist->stats.requests_served++;
     }
   }
+}
+
+void swarm_dist_serve_requests(void) {
+  serve_requests(1);
+}
+
+void swarm_dist_serve_requests_nowait(void) {
+  serve_requests(0);
 }
 
 /* ---- the scheduler ----------------------------------------------------- */
@@ -570,13 +619,26 @@ static void idle_backoff(uint64_t *ns) {
     *ns *= 2;
 }
 
+/* Around every switch from the scheduler into thread code: the MPI lock
+ * is the progress thread's while threads run (window.c). */
+static inline void leave_scheduler(void) {
+  if (dist->progress_on)
+    swarm_dist_mpi_unlock();
+}
+static inline void *back_in_scheduler(void *transfer) {
+  if (dist->progress_on)
+    swarm_dist_mpi_lock();
+  return transfer;
+}
+
 /* Switches to a thread whose frames are in place at e->sp; returns what
  * the next thread to come back to the scheduler hands it. */
 static void *run_entry(const dist_entry_t *e, void *transfer) {
-  D.cur_base = e->base;
-  D.cur_thread = e->thread;
-  return swarm_arch_switch(&D.sched_sp, (void *)(uintptr_t)e->sp, NULL,
-                           transfer);
+  dist->cur_stack_top = e->base;
+  dist->cur_thread = e->thread;
+  leave_scheduler();
+  return back_in_scheduler(swarm_arch_switch(
+      &dist->sched_sp, (void *)(uintptr_t)e->sp, NULL, transfer));
 }
 
 static void *start_thread(void *(*fn)(void *), void *arg, uint64_t h) {
@@ -585,10 +647,11 @@ static void *start_thread(void *(*fn)(void *), void *arg, uint64_t h) {
   a.arg = arg;
   a.thread = h;
   a.base = region_top();
-  D.cur_base = a.base;
-  D.cur_thread = h;
-  return swarm_arch_start(&D.sched_sp, (void *)(uintptr_t)a.base, thread_entry,
-                          NULL, &a);
+  dist->cur_stack_top = a.base;
+  dist->cur_thread = h;
+  leave_scheduler();
+  return back_in_scheduler(swarm_arch_start(
+      &dist->sched_sp, (void *)(uintptr_t)a.base, thread_entry, NULL, &a));
 }
 
 /* Copies an evacuated thread back into the region (same addresses). */
@@ -596,9 +659,9 @@ static void resume_evacuated(uint64_t w, dist_entry_t *e) {
   int er = dist_gref_rank(w);
   uint64_t off = dist_gref_off(w);
   dist_evac_t ev;
-  if (er == D.rank) {
+  if (er == dist->rank) {
     ev = evac_at(off)->h;
-    memcpy((void *)(uintptr_t)ev.sp, D.base + off + sizeof(evac_slot_t),
+    memcpy((void *)(uintptr_t)ev.sp, dist->win_base + off + sizeof(evac_slot_t),
            ev.base - ev.sp);
     evac_free_local(off);
   } else {
@@ -608,10 +671,10 @@ static void resume_evacuated(uint64_t w, dist_entry_t *e) {
     uint64_t one = 1;
     swarm_dist_put(er, off + offsetof(dist_evac_t, freed), &one, sizeof one);
   }
-  D.stats.resumes++;
-  D.stats.resume_bytes += ev.base - ev.sp;
-  if (dist_handle_rank(ev.thread) != D.rank)
-    D.stats.migrations++;
+  dist->stats.resumes++;
+  dist->stats.resume_bytes += ev.base - ev.sp;
+  if (dist_handle_rank(ev.thread) != dist->rank)
+    dist->stats.migrations++;
   e->sp = ev.sp;
   e->base = ev.base;
   e->thread = ev.thread;
@@ -620,10 +683,11 @@ static void resume_evacuated(uint64_t w, dist_entry_t *e) {
 /* A thread finished with no parent below it: complete its record; returns
  * 1 with *e set when a joiner was waiting and is now in place to run. */
 static int handle_exit(dist_entry_t *e) {
-  uint64_t h = D.req.thread, old;
+  uint64_t h = dist->handoff.thread, old;
   int r = dist_handle_rank(h);
   uint64_t i = dist_handle_idx(h);
-  swarm_dist_put(r, REC_OFF(i, result), &D.req.result, sizeof D.req.result);
+  swarm_dist_put(r, REC_OFF(i, result), &dist->handoff.result,
+                 sizeof dist->handoff.result);
   swarm_dist_faa(r, REC_OFF(i, state), 1, &old);
   if (old == 0)
     return 0;
@@ -633,19 +697,19 @@ static int handle_exit(dist_entry_t *e) {
   return 1;
 }
 
-/* The running thread (saved at D.spawn_sp) waits for D.req.thread:
+/* The running thread (saved at dist->spawn_sp) waits for dist->handoff.thread:
  * evacuate it, then arrive on the record. Returns 1 when the child had
  * already finished (the thread may go on: its frames are still in place). */
 static int handle_suspend(void) {
-  uint64_t sp = (uint64_t)(uintptr_t)D.spawn_sp, base = D.cur_base;
+  uint64_t sp = (uint64_t)(uintptr_t)dist->spawn_sp, base = dist->cur_stack_top;
   size_t n = base - sp;
   uint64_t off = evac_alloc(n);
   evac_slot_t *s = evac_at(off);
   s->h.sp = sp;
   s->h.base = base;
-  s->h.thread = D.cur_thread;
-  memcpy(D.base + off + sizeof(evac_slot_t), (void *)(uintptr_t)sp, n);
-  uint64_t child = D.req.thread, w = dist_gref(D.rank, off), old;
+  s->h.thread = dist->cur_thread;
+  memcpy(dist->win_base + off + sizeof(evac_slot_t), (void *)(uintptr_t)sp, n);
+  uint64_t child = dist->handoff.thread, w = dist_gref(dist->rank, off), old;
   int r = dist_handle_rank(child);
   uint64_t i = dist_handle_idx(child);
   swarm_dist_put(r, REC_OFF(i, waiter), &w, sizeof w);
@@ -654,31 +718,31 @@ static int handle_suspend(void) {
     evac_free_local(off);
     return 1;
   }
-  D.stats.suspensions++;
+  dist->stats.suspensions++;
   return 0;
 }
 
 void swarm_dist_sched_reset(void) {
-  dist_meta_t *m = D.meta;
-  m->lock = 0;
-  m->top = m->bottom = 0;
-  m->inbox_tail = m->inbox_head = 0;
-  memset(m->inbox, 0, sizeof m->inbox);
-  D.rec_free = 0;
-  D.rec_bump = 1; /* 0 means "none" in the free list */
-  memset(D.evac_free, 0, sizeof D.evac_free);
-  D.evac_bump = 0;
-  D.n_pending = 0;
-  D.cur_base = D.cur_thread = 0;
+  dist_meta_t *meta = dist->meta;
+  meta->lock = 0;
+  meta->top = meta->bottom = 0;
+  meta->inbox_tail = meta->inbox_head = 0;
+  memset(meta->inbox, 0, sizeof meta->inbox);
+  dist->records_free = 0;
+  dist->records_bump = 1; /* 0 means "none" in the free list */
+  memset(dist->evac_free, 0, sizeof dist->evac_free);
+  dist->evac_bump = 0;
+  dist->n_pending = 0;
+  dist->cur_stack_top = dist->cur_thread = 0;
 }
 
 void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
                            uint64_t *root_result) {
-  dist_meta_t *m = D.meta;
+  dist_meta_t *meta = dist->meta;
   void *xfer = NULL;
   uint64_t root = 0, backoff = DIST_BACKOFF_MIN_NS;
   dist_entry_t e;
-  if (D.rank == 0) {
+  if (dist->rank == 0) {
     root = rec_alloc();
     xfer = start_thread(root_fn, root_arg, dist_handle(0, root));
   }
@@ -689,7 +753,9 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
       xfer = NULL;
       if (q->kind == DIST_REQ_SUSPEND) {
         if (handle_suspend()) {
-          xfer = swarm_arch_switch(&D.sched_sp, D.spawn_sp, NULL, NULL);
+          leave_scheduler();
+          xfer = back_in_scheduler(
+              swarm_arch_switch(&dist->sched_sp, dist->spawn_sp, NULL, NULL));
           continue;
         }
         if (deq_pop(&e)) { /* its parent continues, as if it had returned */
@@ -700,36 +766,38 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
         xfer = run_entry(&e, NULL);
         continue;
       }
-      D.cur_base = D.cur_thread = 0;
+      dist->cur_stack_top = dist->cur_thread = 0;
     }
-    if (D.rank == 0 && vload(&D.rec[root].state) != 0) {
-      *root_result = vload(&D.rec[root].result);
-      for (int r = 0; r < D.nranks; r++)
-        swarm_dist_put(r, META_OFF(done), &D.run, sizeof D.run);
+    if (dist->rank == 0 && vload(&dist->records[root].state) != 0) {
+      *root_result = vload(&dist->records[root].result);
+      for (int r = 0; r < dist->nranks; r++)
+        swarm_dist_put(r, META_OFF(done), &dist->run, sizeof dist->run);
     }
-    if (vload(&m->done) == D.run)
+    if (vload(&meta->done) == dist->run)
       break;
-    if (D.steal == SWARM_DIST_STEAL_MSG)
+    if (dist->steal_mode == SWARM_DIST_STEAL_MSG)
       swarm_dist_serve_requests();
-    uint64_t hd = m->inbox_head;
-    dist_inbox_slot_t *s = &m->inbox[hd % DIST_INBOX_CAP];
+    uint64_t hd = meta->inbox_head;
+    dist_inbox_slot_t *s = &meta->inbox[hd % DIST_INBOX_CAP];
     if (vload(&s->seq) == hd + 1) {
       compiler_barrier();
       void *(*fn)(void *) = (void *(*)(void *))(uintptr_t)vload(&s->fn);
       void *arg = (void *)(uintptr_t)vload(&s->arg);
       uint64_t h = vload(&s->thread);
-      vstore(&m->inbox_head, hd + 1);
+      vstore(&meta->inbox_head, hd + 1);
       xfer = start_thread(fn, arg, h);
       continue;
     }
     int v = choose_victim();
     if (v >= 0) {
-      D.stats.steal_attempts++;
-      int ok =
-          D.steal == SWARM_DIST_STEAL_MSG ? steal_msg(v, &e) : steal_rma(v, &e);
+      dist->stats.steal_attempts++;
+      int ok = dist->steal_mode == SWARM_DIST_STEAL_MSG ? steal_msg(v, &e)
+                                                        : steal_rma(v, &e);
       if (ok) {
-        if (dist_handle_rank(e.thread) != D.rank)
-          D.stats.migrations++;
+        if (dist_handle_rank(e.thread) != dist->rank)
+          dist->stats.migrations++;
+        for (int i = 0; i < dist->n_node_peers; i++)
+          dist->stats.node_steals += dist->node_peers[i] == v;
         xfer = run_entry(&e, (void *)1);
         continue;
       }
@@ -740,7 +808,7 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
    * an answer: a thief enters the barrier after its reply came. */
   MPI_Request br;
   int done = 0;
-  MPI_Ibarrier(D.comm, &br);
+  MPI_Ibarrier(dist->comm, &br);
   while (!done) {
     MPI_Test(&br, &done, MPI_STATUS_IGNORE);
     if (!done) {

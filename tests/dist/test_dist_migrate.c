@@ -42,7 +42,8 @@ static void *wait_for_joiner(void *unused) {
   uint64_t self = swarm_self(), state = 0;
   while (state == 0) {
     swarm_dist_get(&state, dist_handle_rank(self),
-                   D.off_rec + dist_handle_idx(self) * sizeof(dist_rec_t),
+                   dist->off_records +
+                       dist_handle_idx(self) * sizeof(dist_rec_t),
                    sizeof state);
     swarm_dist_poll();
   }

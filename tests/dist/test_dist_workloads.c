@@ -124,6 +124,17 @@ int main(int argc, char **argv) {
         (int)(v & 0xffff));
 #endif
 
+  /* The window path the test expects is the one that ran, and
+   * (tools/cluster-test) the ranks span the nodes they were given. */
+  const char *want = getenv("SWARM_DIST_TEST_WINDOW");
+  if (want && *want)
+    CHECK(strcmp(swarm_dist_window_path(), want) == 0, "window %s, want %s",
+          swarm_dist_window_path(), want);
+  const char *nodes = getenv("SWARM_DIST_TEST_NODES");
+  if (nodes && *nodes)
+    CHECK(swarm_dist_nodes() == atoi(nodes), "%d nodes, want %s",
+          swarm_dist_nodes(), nodes);
+
   swarm_dist_stats_t s;
   CHECK(swarm_dist_stats_sum(&s) == 0, "stats");
   if (rank == 0)
