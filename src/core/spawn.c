@@ -11,8 +11,9 @@
  *    worker takes whatever else is local or goes to its scheduler loop.
  *
  *  - The fast paths make no call but the switch, so nothing of them lives
- *    in callee-saved registers. Spawn: both caches non-empty, the parent
- *    pushed before the switch (push_parent_early, with a back end that
+ *    in callee-saved registers (but the spawning parent's errno, which the
+ *    switch saves with the parent's registers). Spawn: both caches non-empty,
+ * the parent pushed before the switch (push_parent_early, with a back end that
  *    publishes the saved stack pointer last), the child's function called
  *    straight on its fresh stack (swarm_arch_spawn). Exit: the result
  *    published with one fetch_add, the stack back in the worker's cache
