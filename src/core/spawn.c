@@ -12,10 +12,11 @@
  *
  *  - The fast paths make no call but the switch, so nothing of them lives
  *    in callee-saved registers (but the spawning parent's errno, which the
- *    switch saves with the parent's registers). Spawn: both caches non-empty,
- * the parent pushed before the switch (push_parent_early, with a back end that
- *    publishes the saved stack pointer last), the child's function called
- *    straight on its fresh stack (swarm_arch_spawn). Exit: the result
+ *    switch saves with the parent's registers). Spawn: both caches
+ *    non-empty, the parent pushed before the switch (push_parent_early,
+ *    with a back end that publishes the saved stack pointer last), the
+ *    child's function called straight on its fresh stack
+ *    (swarm_arch_spawn). Exit: the result
  *    published with one fetch_add, the stack back in the worker's cache
  *    while still running on it (its frames start below the cache's link),
  *    the parent taken from the deque and resumed without saving anything
