@@ -84,8 +84,12 @@ static inline __attribute__((always_inline)) int deque_push(struct deque *d,
   return deque_grow_and_push(d, item) ? DEQUE_PUSHED : 0;
 }
 
-/* Owner: take the most recently pushed item, or NULL when empty. */
-static inline __attribute__((always_inline)) void *deque_take(struct deque *d) {
+/* Owner: deque_take in two halves, for a caller whose fast path wants only
+ * the common case. deque_take_begin claims the bottom slot and returns its
+ * item when no thief can reach it (not the last one); otherwise NULL, and
+ * the caller must finish with deque_take_end(d, *b, *t). */
+static inline __attribute__((always_inline)) void *
+deque_take_begin(struct deque *d, int64_t *b_out, int64_t *t_out) {
   int64_t b = atomic_load_explicit(&d->bottom, memory_order_relaxed) - 1;
   atomic_store_explicit(&d->bottom, b, memory_order_relaxed);
   /* seq_cst fence: the store to bottom must be visible before we read top,
@@ -93,20 +97,40 @@ static inline __attribute__((always_inline)) void *deque_take(struct deque *d) {
    * thief has the matching fence between its loads of top and bottom). */
   atomic_thread_fence(memory_order_seq_cst);
   int64_t t = atomic_load_explicit(&d->top, memory_order_relaxed);
-  void *item = NULL;
-  if (t <= b) {
-    item = atomic_load_explicit(&d->items[b & d->mask], memory_order_relaxed);
-    if (t == b) {
-      /* Last item: race the thieves for it with the same CAS they use. */
-      if (!atomic_compare_exchange_strong_explicit(
-              &d->top, &t, t + 1, memory_order_seq_cst, memory_order_relaxed))
-        item = NULL;
-      atomic_store_explicit(&d->bottom, b + 1, memory_order_relaxed);
-    }
-  } else {
-    atomic_store_explicit(&d->bottom, b + 1, memory_order_relaxed);
+  *b_out = b;
+  *t_out = t;
+  if (__builtin_expect(t < b, 1)) {
+    /* Items are never NULL; saying so lets the caller's NULL test fold
+     * into the compare above. */
+    void *item =
+        atomic_load_explicit(&d->items[b & d->mask], memory_order_relaxed);
+    if (item == NULL)
+      __builtin_unreachable();
+    return item;
   }
+  return NULL;
+}
+
+/* The rest of a take that deque_take_begin left (t >= b): the last item,
+ * raced for with the thieves' CAS, or none. NULL when empty or lost. */
+static inline __attribute__((always_inline)) void *
+deque_take_end(struct deque *d, int64_t b, int64_t t) {
+  void *item = NULL;
+  if (t == b) {
+    item = atomic_load_explicit(&d->items[b & d->mask], memory_order_relaxed);
+    if (!atomic_compare_exchange_strong_explicit(
+            &d->top, &t, t + 1, memory_order_seq_cst, memory_order_relaxed))
+      item = NULL;
+  }
+  atomic_store_explicit(&d->bottom, b + 1, memory_order_relaxed);
   return item;
+}
+
+/* Owner: take the most recently pushed item, or NULL when empty. */
+static inline __attribute__((always_inline)) void *deque_take(struct deque *d) {
+  int64_t b, t;
+  void *item = deque_take_begin(d, &b, &t);
+  return item ? item : deque_take_end(d, b, t);
 }
 
 /* Thief: take the oldest item. NULL when empty, DEQUE_ABORT on a lost race. */

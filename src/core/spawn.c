@@ -11,10 +11,12 @@
  *    worker takes whatever else is local or goes to its scheduler loop.
  *
  *  - The fast paths make no call but the switch, so nothing of them lives
- *    in callee-saved registers. Spawn: both caches non-empty, the parent
- *    pushed before the switch (push_parent_early, with a back end that
- *    publishes the saved stack pointer last), the child's function called
- *    straight on its fresh stack (swarm_arch_spawn). Exit: the result
+ *    in callee-saved registers (but the spawning parent's errno, which the
+ *    switch saves with the parent's registers). Spawn: both caches
+ *    non-empty, the parent pushed before the switch (push_parent_early,
+ *    with a back end that publishes the saved stack pointer last), the
+ *    child's function called straight on its fresh stack
+ *    (swarm_arch_spawn). Exit: the result
  *    published with one fetch_add, the stack back in the worker's cache
  *    while still running on it (its frames start below the cache's link),
  *    the parent taken from the deque and resumed without saving anything
@@ -139,12 +141,16 @@ static inline uint64_t exit_publish(struct swarm_thread *t, void *result) {
                                    memory_order_acq_rel);
 }
 
-/* The exit's last step, the general way: `next` is what the deque gave
- * (NULL: look in the ready queue), any stack (the after step releases it
- * once we are off it). */
+/* The exit's last step, the general way: `next` is what the deque gave,
+ * or NULL when deque_take_begin left the take to finish (deque_take_end:
+ * the last item, raced for with the thieves, or none; then look in the
+ * ready queue); any stack (the after step releases it once we are off
+ * it). */
 static __attribute__((noinline)) void
 exit_switch_slow(struct worker *w, struct stack_ref dead,
-                 struct swarm_thread *next) {
+                 struct swarm_thread *next, int64_t b, int64_t t) {
+  if (!next)
+    next = deque_take_end(&w->deque, b, t);
   if (!next && queue_count(&w->queue) != 0)
     next = ready_queue_pop(&w->queue, false);
   void *(*after)(void *) = w->after_exit;
@@ -163,12 +169,13 @@ exit_switch_slow(struct worker *w, struct stack_ref dead,
 static inline __attribute__((always_inline)) void
 exit_switch(struct worker *w, struct stack_ref dead) {
   counter_inc(&w->stat_exited_pub);
-  struct swarm_thread *next = deque_take(&w->deque);
+  int64_t b, t;
+  struct swarm_thread *next = deque_take_begin(&w->deque, &b, &t);
   if (likely(next) && likely(stack_release_running(w, dead))) {
     resume_plain_tail(w, next);
     return;
   }
-  exit_switch_slow(w, dead, next);
+  exit_switch_slow(w, dead, next, b, t);
 }
 
 /* A published exit with a joiner to wake or a detached descriptor to
@@ -245,13 +252,14 @@ _Noreturn void swarm_exit(void *result) {
 
 /* ---- spawn ---- */
 
-static void thread_init(struct swarm_thread *t, void *(*fn)(void *), void *arg,
+static void thread_init(struct swarm_thread *t, void *(*fn)(void *),
                         bool detached) {
   /* result, joiner and next are written before anything reads them (exit,
    * join's park, a list insertion), so they are not cleared here; kind and
-   * pinned_worker are already USER and -1 in a free descriptor (core.h). */
+   * pinned_worker are already USER and -1 in a free descriptor (core.h).
+   * arg is read only by thread_entry, so only spawns that start there set
+   * it; fn stays for the overflow report (fault.c). */
   t->fn = fn;
-  t->arg = arg;
   for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
     t->slots[i] = NULL;
   if (detached)
@@ -269,7 +277,8 @@ static int spawn_external(swarm_thread_t *out, size_t size, bool detached,
     desc_release(NULL, t);
     return EAGAIN;
   }
-  thread_init(t, fn, arg, detached);
+  thread_init(t, fn, detached);
+  t->arg = arg;
   if (out)
     *out = desc_handle(t);
   t->sp = swarm_arch_prepare(thread_stack_top(t->stack), thread_entry);
@@ -322,12 +331,15 @@ spawn_here(struct worker *w, swarm_thread_t *out, size_t size, bool detached,
     desc_release(w, t);
     return EAGAIN;
   }
-  thread_init(t, fn, arg, detached);
+  thread_init(t, fn, detached);
   if (out)
     *out = desc_handle_free(t);
   counter_inc(&w->stat_spawned_pub);
   struct swarm_thread *parent = w->current;
-  parent->saved_errno = os_errno_take(); /* the child starts with 0 */
+  /* Our errno, kept across the switch in a callee-saved register (which
+   * the switch saves and restores), not in the descriptor: one reload
+   * fewer. The child starts with 0. */
+  int saved_errno = os_errno_take();
   void *(*after)(void *) = w->after_spawn;
   if (likely(!after))
     after = push_parent_early(w, parent);
@@ -342,6 +354,7 @@ spawn_here(struct worker *w, swarm_thread_t *out, size_t size, bool detached,
   else
 #endif
   {
+    t->arg = arg;        /* for thread_entry */
     w->handoff = parent; /* for the after step */
     w = swarm_arch_start(&parent->sp, thread_stack_top(t->stack), thread_entry,
                          after, w);
@@ -349,10 +362,10 @@ spawn_here(struct worker *w, swarm_thread_t *out, size_t size, bool detached,
 #ifdef SWARM_ASAN
   __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
-  /* Resumed, perhaps on another kernel thread (w is the one we are on now,
-   * and its current thread is us): our errno back. Nothing else is live
-   * across the switch, so the fast path needs no callee-saved registers. */
-  os_errno_set(w->current->saved_errno);
+  /* Resumed, perhaps on another kernel thread: our errno back. Nothing
+   * else is live across the switch. */
+  (void)w;
+  os_errno_set(saved_errno);
   return 0;
 }
 
