@@ -112,6 +112,7 @@ struct swarm_thread {
   int16_t pinned_worker;       /* -1, or the only worker that may run it */
   _Atomic uint32_t wake_word;  /* THREAD_EXTERNAL: futex for park */
   int saved_errno;             /* errno while switched out */
+  uint32_t era;                /* swarm_rt.era at its last park (fork.c) */
   void *slots[SWARM_THREAD_SLOTS]; /* per-thread data of upper layers */
 #ifdef SWARM_ASAN
   void *asan_fake_stack;
@@ -255,6 +256,9 @@ struct runtime {
   _Atomic uint32_t monitor_word; /* futex the monitor sleeps on */
   _Atomic bool monitor_idle;     /* it sleeps with no deadline */
   _Atomic int spares_active;
+  /* fork.c: advanced in a fork child; a thread parked in an older era is
+   * a copy of a parent's thread and swarm_ready never runs it. */
+  uint32_t era;
 };
 
 extern struct runtime swarm_rt;
@@ -358,6 +362,11 @@ extern void (*swarm_thread_exit_hook)(struct swarm_thread *self);
  * over. Locks other kernel threads held at the fork are made free. If the
  * start fails the descriptor stays the kernel thread's own (external). */
 int runtime_fork_child(const swarm_config_t *config);
+/* fork.c: registers the pthread_atfork handlers that restart the runtime
+ * in every fork child (once; lifecycle lock held), and the child's restart
+ * result (0, or swarm_init's error: the flow then stays external). */
+void fork_hooks_register(void);
+int fork_child_restart_error(void);
 /* Their part of the fork child's reset (thread.c, stack.c). */
 void desc_table_after_fork(void);
 void stack_pool_after_fork(void);

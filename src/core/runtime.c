@@ -313,6 +313,7 @@ static int runtime_start(const swarm_config_t *config,
     spin_unlock(&swarm_rt.lifecycle_lock);
     return EAGAIN;
   }
+  fork_hooks_register();
   static bool atexit_done;
   if (!atexit_done) {
     atexit_done = true;
@@ -359,6 +360,7 @@ static void runtime_forget_parent(void) {
   atomic_store(&swarm_rt.main_exited, false);
   atomic_store(&swarm_rt.external_spawned, 0);
   spin_init(&swarm_rt.lifecycle_lock, LOCK_LIFECYCLE);
+  swarm_rt.era++; /* every thread parked so far is a ghost (fork.c) */
   desc_table_after_fork();
   stack_pool_after_fork();
   atomic_store(&swarm_rt.state, RT_OFF);

@@ -629,8 +629,7 @@ DROPIN_API int dropin_pthread_yield(void) {
  * owns carry over untouched. Only the record changes: the child's main
  * thread has no core handle to join. */
 static void fork_child_restart(void) {
-  swarm_config_t cfg = dropin_config();
-  start_failed(runtime_fork_child(&cfg));
+  start_failed(fork_child_restart_error()); /* core's atfork handler ran */
   struct dropin_thread *r =
       __atomic_load_n(&sync_self()->slots[SLOT_PTHREAD], __ATOMIC_ACQUIRE);
   if (r) {
