@@ -256,6 +256,7 @@ struct runtime {
   _Atomic uint32_t monitor_word; /* futex the monitor sleeps on */
   _Atomic bool monitor_idle;     /* it sleeps with no deadline */
   _Atomic int spares_active;
+  bool spares_blocked_only; /* one worker, default spares: blocked only */
   /* fork.c: advanced in a fork child; a thread parked in an older era is
    * a copy of a parent's thread and swarm_ready never runs it. */
   uint32_t era;
