@@ -331,7 +331,7 @@ DROPIN_API int pthread_create(pthread_t *out, const pthread_attr_t *attr,
     else if (stack < SWARM_STACK_MIN)
       stack = SWARM_STACK_MIN;
     else if (stack > ((size_t)1 << 30))
-      return EINVAL;
+      return EAGAIN; /* NPTL's answer: its mmap of such a stack fails */
   }
   struct dropin_thread *r = record_new();
   if (!r)
