@@ -102,7 +102,10 @@ typedef struct swarm_config {
 /* ---- Runtime lifetime ------------------------------------------------- */
 
 /* Starts the runtime with `config` (NULL: environment and defaults). The
- * calling kernel thread becomes worker 0.
+ * calling kernel thread becomes worker 0. Its flow keeps the identity it had
+ * if it used swarm before (a lock taken, swarm_self): locks it holds stay
+ * its own, its handle does not change, and both outlive swarm_finalize.
+ * Any swarm call that needs the runtime starts it the same way.
  * Returns 0; EBUSY if the runtime is already running; EINVAL if a config field
  * is out of range (workers < 0 or > 1024, stack_size below SWARM_STACK_MIN);
  * EAGAIN if kernel threads or memory for the workers cannot be had. */

@@ -242,6 +242,7 @@ struct runtime {
   int ncpus;
   _Atomic int idle_workers;          /* workers asleep in worker_sleep */
   struct swarm_thread *main_thread;  /* the flow that called init */
+  struct swarm_thread *main_adopted; /* main_thread, if it had a descriptor */
   _Atomic uint64_t external_spawned; /* spawns from non-workers */
   _Atomic(struct swarm_thread *) finalize_waiter;
   _Atomic bool main_exited;
