@@ -121,8 +121,9 @@ static int external_park(swarm_commit_fn commit, void *arg,
 
 /* Parks w's current thread: switches to the next local thread, or to the
  * scheduler context, with the after step that runs the commit there. */
-static inline void park_here(struct worker *w, swarm_commit_fn commit,
-                             void *arg, enum swarm_park_reason why) {
+static inline __attribute__((always_inline)) void
+park_here(struct worker *w, swarm_commit_fn commit, void *arg,
+          enum swarm_park_reason why) {
   /* No timers_poll here: callers park holding the lock their commit
    * releases, and a due timer's callback may need that very lock (a timed
    * waiter's timeout takes its object's lock) — a self-deadlock, found by
