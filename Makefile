@@ -1,6 +1,7 @@
 # swarm — the front door.
 #   make          build (RelWithDebInfo: -O2 with debug info) into build/
-#   make test     install deps, build, run the whole suite (plain + ASan/UBSan + install check)
+#   make test     install deps, build, run the whole suite (plain + ASan/UBSan + install check,
+#                 and the core, sync, I/O and drop-in suites again at 1 and 4 workers: mk/workers.mk)
 #   make demo     install deps, build, run the fib benchmark on 1 and on all workers
 #   make deps     install the Debian packages the build, tests and benchmarks need
 #   make package  Debian packages in build/packages (mk/package.mk, docs/packaging.md)
@@ -46,6 +47,7 @@ DEPS_GROUPS := core
 -include mk/dist.mk
 -include mk/examples.mk
 -include mk/package.mk
+-include mk/workers.mk
 
 test: deps
 	$(MAKE) test-unit

@@ -105,7 +105,10 @@ typedef struct swarm_config {
 /* ---- Runtime lifetime ------------------------------------------------- */
 
 /* Starts the runtime with `config` (NULL: environment and defaults). The
- * calling kernel thread becomes worker 0.
+ * calling kernel thread becomes worker 0. Its flow keeps the identity it had
+ * if it used swarm before (a lock taken, swarm_self): locks it holds stay
+ * its own, its handle does not change, and both outlive swarm_finalize.
+ * Any swarm call that needs the runtime starts it the same way.
  * Returns 0; EBUSY if the runtime is already running; EINVAL if a config field
  * is out of range (workers < 0 or > 1024, stack_size below SWARM_STACK_MIN);
  * EAGAIN if kernel threads or memory for the workers cannot be had. */
@@ -120,6 +123,34 @@ int swarm_init(const swarm_config_t *config);
  * Returns 0; EPERM when called from another thread; ESRCH when the runtime is
  * not running. */
 int swarm_finalize(void);
+
+/* fork() while the runtime runs (the plain libc call; nothing to wrap).
+ * As POSIX says, only the calling thread continues in the child. There the
+ * runtime is restarted before fork returns, with the parent's worker count,
+ * stack size, binding and stats settings, on the one kernel thread the
+ * child has: the calling flow is its main thread and keeps its handle
+ * (swarm_self()), its keys' values and the mutexes it held; it may spawn,
+ * join, block, and end the runtime with swarm_finalize() (or simply exit or
+ * exec). No other thread of the parent ever runs in the child: threads that
+ * were running, runnable, sleeping or blocked in the parent stay copies in
+ * memory, and waking one (signalling a condition variable it waits on,
+ * unlocking a mutex it waits for) does nothing. Joining one of them, or
+ * taking a lock one of them held, waits forever, as with NPTL. If the
+ * restart fails (no memory or kernel threads), the flow continues as an
+ * ordinary kernel thread and the next swarm call starts the runtime.
+ * system(), posix_spawn() and exec are unaffected.
+ *
+ * swarm_atfork registers hooks around every fork of the process, like
+ * pthread_atfork: `prepare` (in the parent before the fork, last registered
+ * first), `parent` (in the parent after it) and `child` (in the child, after
+ * the runtime has restarted, so it may spawn and block), each in
+ * registration order otherwise; any of them may be NULL. Hooks are never
+ * removed. Returns 0; EINVAL if all three are NULL; ENOMEM after 32
+ * registrations. Handlers registered with pthread_atfork before the runtime
+ * first started run in the child before the restart: they must not call
+ * swarm. */
+int swarm_atfork(void (*prepare)(void), void (*parent)(void),
+                 void (*child)(void));
 
 /* 1 when the runtime is running, else 0. Does not start it. */
 int swarm_is_running(void);

@@ -112,6 +112,7 @@ struct swarm_thread {
   int16_t pinned_worker;       /* -1, or the only worker that may run it */
   _Atomic uint32_t wake_word;  /* THREAD_EXTERNAL: futex for park */
   int saved_errno;             /* errno while switched out */
+  uint32_t era;                /* swarm_rt.era at its last park (fork.c) */
   void *slots[SWARM_THREAD_SLOTS]; /* per-thread data of upper layers */
 #ifdef SWARM_ASAN
   void *asan_fake_stack;
@@ -242,6 +243,7 @@ struct runtime {
   int ncpus;
   _Atomic int idle_workers;          /* workers asleep in worker_sleep */
   struct swarm_thread *main_thread;  /* the flow that called init */
+  struct swarm_thread *main_adopted; /* main_thread, if it had a descriptor */
   _Atomic uint64_t external_spawned; /* spawns from non-workers */
   _Atomic(struct swarm_thread *) finalize_waiter;
   _Atomic bool main_exited;
@@ -261,6 +263,10 @@ struct runtime {
   pthread_t stats_kthread;
   bool stats_started;
   _Atomic uint32_t stats_word; /* futex it sleeps on; bumped to stop it */
+  bool spares_blocked_only; /* one worker, default spares: blocked only */
+  /* fork.c: advanced in a fork child; a thread parked in an older era is
+   * a copy of a parent's thread and swarm_ready never runs it. */
+  uint32_t era;
 };
 
 extern struct runtime swarm_rt;
@@ -364,6 +370,11 @@ extern void (*swarm_thread_exit_hook)(struct swarm_thread *self);
  * over. Locks other kernel threads held at the fork are made free. If the
  * start fails the descriptor stays the kernel thread's own (external). */
 int runtime_fork_child(const swarm_config_t *config);
+/* fork.c: registers the pthread_atfork handlers that restart the runtime
+ * in every fork child (once; lifecycle lock held), and the child's restart
+ * result (0, or swarm_init's error: the flow then stays external). */
+void fork_hooks_register(void);
+int fork_child_restart_error(void);
 /* Their part of the fork child's reset (thread.c, stack.c). */
 void desc_table_after_fork(void);
 void stack_pool_after_fork(void);

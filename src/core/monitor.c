@@ -54,7 +54,10 @@
  * CPU-bound threads delay others by milliseconds, not forever, as long as there
  * are fewer of them than workers plus spares; the spares then share the cores
  * with them through the kernel's scheduler. SWARM_SPARES sets the number of
- * spares (default: the number of workers, at least 2; 0 disables them).
+ * spares (default: the number of workers; 0 disables them). With one worker
+ * the default is one spare that covers only a worker blocked in the kernel
+ * (monitor_spare_count says why), so no uncovered blocking call freezes a
+ * one-worker process.
  *
  * Rejected: a signal-based preemption timer (SWARM_PREEMPT_US) — a swarm
  * thread interrupted inside libc (malloc's locks, stdio) and switched away
@@ -67,6 +70,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -84,19 +88,36 @@
 
 const struct swarm_io_hooks *_Atomic swarm_io_hooks;
 
-int monitor_spare_count(int nworkers) {
+/* SWARM_SPARES, or -1 when it is unset or malformed (reported once per
+ * start, naming the variable, as config.c does for the others). */
+static int spares_from_env(void) {
   const char *v = getenv("SWARM_SPARES");
-  if (v && *v) {
-    char *end;
-    long n = strtol(v, &end, 10);
-    if (!*end && n >= 0)
-      return n > MONITOR_MAX_SPARES ? MONITOR_MAX_SPARES : (int)n;
+  if (!v || !*v)
+    return -1;
+  char *end;
+  errno = 0;
+  long n = strtol(v, &end, 10);
+  if (end == v || *end || n < 0 || errno) {
+    fprintf(stderr,
+            "swarm: ignoring SWARM_SPARES='%s': expected a number >= 0\n", v);
+    return -1;
   }
-  /* One worker: none by default. A program on one worker may rely on
-   * one swarm thread running at a time on one kernel thread (the MPI
-   * programs of src/cio call MPI from several threads under
-   * MPI_THREAD_FUNNELED); a spare would break that. */
-  int n = nworkers < 2 ? 0 : nworkers;
+  return n > MONITOR_MAX_SPARES ? MONITOR_MAX_SPARES : (int)n;
+}
+
+int monitor_spare_count(int nworkers) {
+  int n = spares_from_env();
+  /* One worker, by default: one spare, and it runs only while the worker
+   * is blocked in the kernel (monitor_tick), never beside a worker that
+   * merely computes. So no call swarm does not intercept (pause, waitpid,
+   * a terminal read) freezes the process, while a program on one worker
+   * still runs one swarm thread at a time whenever its kernel thread can
+   * run at all (cio's tests call MPI from several swarm threads under
+   * MPI_THREAD_FUNNELED; MPI waits by spinning, which is not blocked). */
+  swarm_rt.spares_blocked_only = n < 0 && nworkers < 2;
+  if (n >= 0)
+    return n;
+  n = nworkers < 2 ? 1 : nworkers;
   return n > MONITOR_MAX_SPARES ? MONITOR_MAX_SPARES : n;
 }
 
@@ -255,14 +276,16 @@ static bool monitor_tick(const struct swarm_io_hooks *io, uint64_t now) {
     bool blocked = st != 'R' && st != 0; /* unknown: assume running */
     w->monitor_blocked = blocked ? w->monitor_blocked + 1 : 0;
     if (w->monitor_blocked >= MONITOR_STALL_TICKS ||
-        w->monitor_stalled >= MONITOR_HOG_TICKS)
+        (w->monitor_stalled >= MONITOR_HOG_TICKS &&
+         !swarm_rt.spares_blocked_only))
       stalled++;
   }
   /* Threads whose I/O we completed sit in ready queues. If no worker
    * sleeps (to wake) and none has switched threads for two ticks (every
    * one computes, or is stuck), a spare runs them now rather than after
    * the hog interval. */
-  if (io_readied && !stalled && atomic_load(&swarm_rt.idle_workers) == 0) {
+  if (io_readied && !stalled && atomic_load(&swarm_rt.idle_workers) == 0 &&
+      !swarm_rt.spares_blocked_only) {
     bool none_moving = true;
     for (int i = 0; i < swarm_rt.nworkers; i++)
       if (swarm_rt.workers[i].monitor_stalled < MONITOR_STALL_TICKS)

@@ -95,6 +95,7 @@ static int external_park(swarm_commit_fn commit, void *arg,
     abort();
   }
   self->park_reason = (uint8_t)why;
+  self->era = swarm_rt.era;
   atomic_store_explicit(&self->wake_word, 0, memory_order_relaxed);
   if (!commit(self, arg))
     return 0;
@@ -120,14 +121,16 @@ static int external_park(swarm_commit_fn commit, void *arg,
 
 /* Parks w's current thread: switches to the next local thread, or to the
  * scheduler context, with the after step that runs the commit there. */
-static inline void park_here(struct worker *w, swarm_commit_fn commit,
-                             void *arg, enum swarm_park_reason why) {
+static inline __attribute__((always_inline)) void
+park_here(struct worker *w, swarm_commit_fn commit, void *arg,
+          enum swarm_park_reason why) {
   /* No timers_poll here: callers park holding the lock their commit
    * releases, and a due timer's callback may need that very lock (a timed
    * waiter's timeout takes its object's lock) — a self-deadlock, found by
    * tests/sync/test_sync_mutex_contention. */
   struct swarm_thread *self = w->current;
   self->park_reason = (uint8_t)why;
+  self->era = swarm_rt.era; /* fork.c: this era's thread, not a ghost */
   w->park_commit = commit;
   w->park_arg = arg;
   w->handoff = self;
@@ -207,6 +210,8 @@ int swarm_park(swarm_commit_fn commit, void *arg, enum swarm_park_reason why,
 }
 
 void swarm_ready(struct swarm_thread *t) {
+  if (unlikely(t->era != swarm_rt.era))
+    return; /* a parent's thread in a fork child: never runs (fork.c) */
   struct worker *w = worker_current();
   TRACE_READY(w, t);
   if (w || t->kind == THREAD_EXTERNAL) {

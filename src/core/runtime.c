@@ -162,6 +162,7 @@ static int worker0_enter(struct swarm_thread *adopt, struct start_progress *p) {
   }
   p->worker0 = true;
   p->adopted = adopt;
+  swarm_rt.main_adopted = adopt;
   swarm_rt.main_thread = main_t;
   w0->tid = os_thread_id(); /* the monitor reads its state */
   os_program_mask_save();   /* workers run with it (issue 21 item 1) */
@@ -210,6 +211,7 @@ static void worker0_leave(struct swarm_thread *adopted) {
   w0->altstack = NULL;
   stack_release(NULL, w0->sched_stack);
   swarm_rt.main_thread = NULL;
+  swarm_rt.main_adopted = NULL;
   if (adopted) {
     external_thread_adopt(adopted);
     return;
@@ -303,6 +305,12 @@ static int runtime_start(const swarm_config_t *config,
   os_errno_init();
   limits_malloc(swarm_rt.nslots); /* glibc's arena per worker (limits.c) */
   struct start_progress p = {0};
+  /* One identity per thread from its first call: a kernel thread that used
+   * swarm before the start (a lock taken, swarm_self) has an external
+   * descriptor, and it stays this thread's as the main thread, so what it
+   * owns stays its (a recursive relock, an error-checking unlock). */
+  if (!adopt)
+    adopt = external_thread_current();
   r = workers_make(swarm_rt.nslots, &p);
   if (!r)
     r = worker0_enter(adopt, &p);
@@ -317,6 +325,7 @@ static int runtime_start(const swarm_config_t *config,
     spin_unlock(&swarm_rt.lifecycle_lock);
     return EAGAIN;
   }
+  fork_hooks_register();
   static bool atexit_done;
   if (!atexit_done) {
     atexit_done = true;
@@ -359,11 +368,13 @@ static void runtime_forget_parent(void) {
   monitor_after_fork();
   stats_live_after_fork();
   swarm_rt.main_thread = NULL;
+  swarm_rt.main_adopted = NULL;
   atomic_store(&swarm_rt.idle_workers, 0);
   atomic_store(&swarm_rt.finalize_waiter, NULL);
   atomic_store(&swarm_rt.main_exited, false);
   atomic_store(&swarm_rt.external_spawned, 0);
   spin_init(&swarm_rt.lifecycle_lock, LOCK_LIFECYCLE);
+  swarm_rt.era++; /* every thread parked so far is a ghost (fork.c) */
   desc_table_after_fork();
   stack_pool_after_fork();
   atomic_store(&swarm_rt.state, RT_OFF);
@@ -401,8 +412,11 @@ int swarm_finalize(void) {
   if (swarm_rt.print_stats) /* SWARM_STATS: this run's counters, now */
     swarm_stats_print();
   spin_lock(&swarm_rt.lifecycle_lock);
+  /* An adopted main (runtime_start) goes back to being this kernel thread's
+   * own descriptor: its identity outlives the runtime. */
   struct start_progress all = {.deques = swarm_rt.nslots,
                                .worker0 = true,
+                               .adopted = swarm_rt.main_adopted,
                                .threads = swarm_rt.nworkers - 1,
                                .monitor = true};
   runtime_stop(&all);

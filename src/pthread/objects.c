@@ -360,14 +360,25 @@ static int cond_wait(pthread_cond_t *c, pthread_mutex_t *m, int clock,
 DROPIN_API int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {
   return cond_wait(c, m, CLOCK_REALTIME, NULL);
 }
+/* glibc declares the time nonnull, so the compiler would drop a plain test:
+ * launder the pointer first. */
+static inline bool time_missing(const struct timespec *t) {
+  __asm__("" : "+r"(t));
+  return t == NULL;
+}
+
 DROPIN_API int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
                                       const struct timespec *t) {
+  if (time_missing(t))
+    return EINVAL; /* as the native API; cond_wait would wait forever */
   return cond_wait(c, m, futex_cond(c) ? psh_cond_clock(c) : AS_COND(c)->clock_,
                    t);
 }
 DROPIN_API int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
                                       clockid_t clock,
                                       const struct timespec *t) {
+  if (time_missing(t))
+    return EINVAL;
   return cond_wait(c, m, clock, t);
 }
 

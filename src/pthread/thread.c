@@ -359,7 +359,7 @@ DROPIN_API int pthread_create(pthread_t *out, const pthread_attr_t *attr,
     else if (stack < SWARM_STACK_MIN)
       stack = SWARM_STACK_MIN;
     else if (stack > ((size_t)1 << 30))
-      return EINVAL;
+      return EAGAIN; /* NPTL's answer: its mmap of such a stack fails */
   }
   /* Scheduling: the creator's unless the attribute says explicit. Without a
    * running runtime (it could not start) there is no record to adopt: the
@@ -674,8 +674,7 @@ DROPIN_API int dropin_pthread_yield(void) {
  * owns carry over untouched. Only the record changes: the child's main
  * thread has no core handle to join. */
 static void fork_child_restart(void) {
-  swarm_config_t cfg = dropin_config();
-  start_failed(runtime_fork_child(&cfg));
+  start_failed(fork_child_restart_error()); /* core's atfork handler ran */
   main_record = NULL; /* the caller's record is the child's main */
   struct dropin_thread *r =
       __atomic_load_n(&sync_self()->slots[SLOT_PTHREAD], __ATOMIC_ACQUIRE);

@@ -88,6 +88,27 @@ int main(void) {
     CHECK_EQ(tasks_settled(tasks), tasks); /* all joined */
     CHECK_EQ(count_dir("/proc/self/fd"), fds); /* stats' fd closed */
   }
+  /* Blocking calls of a kernel thread whose runtime could not start wait
+   * on the kernel thread itself: timed ones time out, none crashes. */
+  atomic_store(&creates, 0);
+  atomic_store(&fail_at, 1);
+  CHECK_EQ(swarm_init(&cfg), EAGAIN);
+  swarm_sem_t sem;
+  CHECK_EQ(swarm_sem_init(&sem, 0), 0);
+  struct timespec soon;
+  clock_gettime(CLOCK_REALTIME, &soon);
+  soon.tv_nsec += 20 * 1000000;
+  if (soon.tv_nsec >= 1000000000) {
+    soon.tv_sec++;
+    soon.tv_nsec -= 1000000000;
+  }
+  atomic_store(&creates, 0);
+  atomic_store(&fail_at, 1); /* a lazy start fails too */
+  CHECK_EQ(swarm_sem_timedwait(&sem, CLOCK_REALTIME, &soon), ETIMEDOUT);
+  CHECK_EQ(swarm_sem_post(&sem), 0);
+  CHECK_EQ(swarm_sem_timedwait(&sem, CLOCK_REALTIME, &soon), 0);
+  CHECK(!swarm_is_running());
+  CHECK_EQ(tasks_settled(tasks), tasks);
   atomic_store(&fail_at, 0);
   CHECK_EQ(swarm_init(&cfg), 0);
   CHECK_EQ(swarm_num_workers(), 3);
