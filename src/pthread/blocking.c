@@ -10,20 +10,31 @@
  * wait on one child, on a pidfd that becomes readable when the child
  * ends); a pthread_cancel reaches it through the sync layer's
  * interruptible-wait hook (sync_interruptible_begin), which writes the
- * eventfd. A signal handler run on the kernel thread ends the ppoll with
- * EINTR, which is what pause and the waits return then.
+ * eventfd.
+ *
+ * Signals (pthread/signal.c's model). The worker blocks every signal but
+ * the runtime's interrupt signal, which preemption requests and the
+ * signal thread's re-kicks send too; its handler (SA_RESTART) cannot
+ * restart a ppoll, so an EINTR from the ppoll alone means nothing and the
+ * wait goes on. A signal for the thread is a kick: the same interruption
+ * as a cancel, so it writes the eventfd too. While the thread waits here
+ * (sig_in_kernel) the interrupt handler leaves its signals pending; after
+ * the wait the thread acts on a cancellation, else delivers them on its own
+ * flow (dropin_signal_interrupted): a handler ran -> pause fails with
+ * EINTR, a wait too unless every handler had SA_RESTART (it then waits on,
+ * as the kernel restarts wait4); nothing delivered -> it waits on.
  *
  * The race with a cancel that arrives before the hook is registered is won
  * by sync_interruptible_begin itself: it refuses (and we act on the
  * cancellation) when an interruption is already pending.
  *
- * Rejected: parking the swarm thread instead (what the sleeps do). pause
- * exists to wait for a signal, and signals are delivered to kernel
- * threads, not to a parked swarm thread; a waitpid for any child has no fd
- * to wait on. Waits for any child (pid <= 0), and waits that also report
- * stops or continues (WUNTRACED, WCONTINUED), are therefore cancellation
- * points on entry and while they wait only through the signal they are
- * sent: they call libc directly after the check.
+ * Rejected: parking the swarm thread instead (what the sleeps do): a
+ * waitpid for any child has no fd to wait on. Waits for any child
+ * (pid <= 0), and waits that also report stops or continues (WUNTRACED,
+ * WCONTINUED), are therefore cancellation points on entry only: they make
+ * the system call directly after the check. A signal's handler runs while
+ * they wait (the interrupt handler delivers it, whose SA_RESTART restarts
+ * the call), so they go on waiting as after an SA_RESTART handler.
  */
 #include <errno.h>
 #include <poll.h>
@@ -47,33 +58,73 @@ static struct swarm_thread *kick_eventfd(void *arg) {
   return NULL; /* nothing to ready: the kernel thread wakes by itself */
 }
 
-/* Blocks the kernel thread until fd (-1: none) is readable, a signal
- * handler runs, or the thread is cancelled, which it then acts on. 0 when
- * fd became readable, EINTR, or the error of the wait. */
-static int block_cancellable(int fd) {
-  dropin_testcancel();
-  struct swarm_thread *self = sync_self();
-  int efd = (int)syscall(SYS_eventfd2, 0, EFD_CLOEXEC);
-  if (efd >= 0 && !sync_interruptible_begin(self, kick_eventfd, &efd)) {
-    syscall(SYS_close, efd);
-    dropin_testcancel(); /* pending and enabled: acts */
-    return EINTR;
-  }
+/* One wait in the kernel until fd (-1: none) or efd is readable. 1 when
+ * fd became readable, 0 when interrupted (efd written, the interruption
+ * already pending, or the runtime's interrupt signal), or -errno. */
+static int wait_once(struct dropin_thread *r, struct swarm_thread *self,
+                     int efd, int fd) {
+  if (!sync_interruptible_begin(self, kick_eventfd, &efd))
+    return 0;
   struct pollfd p[2] = {{.fd = efd, .events = POLLIN},
                         {.fd = fd, .events = POLLIN}};
-  long r = syscall(SYS_ppoll, p, 2, NULL, NULL, sizeof(uint64_t));
-  int err = r < 0 ? errno : 0;
-  if (efd >= 0) {
-    sync_interruptible_end(self);
-    syscall(SYS_close, efd);
+  __atomic_store_n(&r->sig_in_kernel, true, __ATOMIC_RELAXED);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  long n = sys_ppoll(p, 2, NULL, NULL);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  __atomic_store_n(&r->sig_in_kernel, false, __ATOMIC_RELAXED);
+  sync_interruptible_end(self);
+  if (p[0].revents) {
+    uint64_t v;
+    (void)!sys_read(efd, &v, sizeof v);
   }
-  if (p[0].revents)
+  if (n == -EINTR)
+    return 0;
+  if (n < 0)
+    return (int)n;
+  return p[1].revents && !p[0].revents;
+}
+
+/* Blocks the kernel thread until fd (-1: none) is readable, a signal's
+ * handler runs, or the thread is cancelled, which it then acts on. 0 when
+ * fd became readable; EINTR when a handler ran that had no SA_RESTART, or
+ * any handler if !restart; -1 when no eventfd could be made (the caller
+ * waits uncancellably); else the error of the wait. */
+static int block_cancellable(int fd, bool restart) {
+  dropin_testcancel();
+  struct swarm_thread *self = sync_self();
+  struct dropin_thread *r = dropin_self();
+  int efd = (int)sys_eventfd2(0, EFD_CLOEXEC);
+  if (efd < 0 || !self || !r) {
+    if (efd >= 0)
+      sys_close(efd);
+    return -1;
+  }
+  int e;
+  for (;;) {
+    e = wait_once(r, self, efd, fd);
+    if (e != 0)
+      break;
+    /* A cancellation acts; a signal's handler runs here, on the thread's
+     * own flow (signal.c leaves it pending while we wait); the runtime's
+     * own interrupts (preemption requests, re-kicks) deliver nothing. */
     dropin_testcancel();
-  return err;
+    int d = dropin_signal_interrupted();
+    if (d == DROPIN_SIG_EINTR || (d == DROPIN_SIG_RESTART && !restart)) {
+      e = -EINTR;
+      break;
+    }
+  }
+  sys_close(efd);
+  return e > 0 ? 0 : -e;
 }
 
 DROPIN_API int pause(void) {
-  int err = block_cancellable(-1);
+  int err = block_cancellable(-1, false);
+  if (err < 0) { /* no eventfd: any interruption ends it */
+    dropin_testcancel();
+    long n = sys_ppoll(NULL, 0, NULL, NULL);
+    err = n < 0 ? (int)-n : EINTR;
+  }
   return dropin_fail(err ? err : EINTR);
 }
 
@@ -85,9 +136,9 @@ static int child_ready(pid_t pid, int options) {
   int fd = (int)syscall(SYS_pidfd_open, pid, 0);
   if (fd < 0)
     return 0; /* not our child, or an old kernel: libc says which */
-  int err = block_cancellable(fd);
+  int err = block_cancellable(fd, true);
   syscall(SYS_close, fd);
-  if (err) {
+  if (err > 0) {
     errno = err;
     return -1;
   }

@@ -52,6 +52,10 @@ struct dropin_thread {
   int cancel_state; /* PTHREAD_CANCEL_ENABLE / DISABLE */
   int cancel_type;  /* recorded; acted on as deferred */
   bool exiting;     /* cleanup handlers and destructors are running */
+  /* blocking.c: the thread waits in the kernel on its worker, woken by the
+   * interruption a kick sets; on_interrupt leaves its signals pending for
+   * it to deliver when the wait ends. Only its own flow writes it. */
+  bool sig_in_kernel;
   void *exit_value;
   __pthread_unwind_buf_t *cleanup_top; /* chain through __pad[0] */
   pthread_t kthread;                   /* adopted external: its NPTL handle */

@@ -24,10 +24,12 @@
  *    the target's pending set; if the target does not block it, it is
  *    "kicked": interrupted if it is parked in an interruptible call
  *    (sync_interrupt: the call returns EINTR where POSIX says so, after the
- *    handler ran), and its worker gets the interrupt signal if it is
- *    running. The signal thread re-kicks running targets every few
- *    milliseconds while anything is outstanding, which covers a target
- *    that was queued when the signal came: it gets it once it runs.
+ *    handler ran; pthread/blocking.c's waits in the kernel are ended the
+ *    same way, and while one lasts on_interrupt leaves the signal to it),
+ *    and its worker gets the interrupt signal if it is running. The
+ *    signal thread re-kicks running targets every few milliseconds while
+ *    anything is outstanding, which covers a target that was queued when
+ *    the signal came: it gets it once it runs.
  *  - Delivery runs on the target thread itself (so pthread_self() in the
  *    handler is the target): the thread's mask becomes mask | sa_mask |
  *    sig for the call, and the kernel runs the program's handler by a
@@ -303,7 +305,8 @@ static void on_interrupt(int sig, siginfo_t *si, void *uc) {
   if (!r)
     return;
   int saved = *os_errno_location();
-  if (deliver_pending(r, true) != DROPIN_SIG_NONE)
+  if (!__atomic_load_n(&r->sig_in_kernel, __ATOMIC_RELAXED) &&
+      deliver_pending(r, true) != DROPIN_SIG_NONE)
     interruption_spent(r);
   if (r->cancel_type == PTHREAD_CANCEL_ASYNCHRONOUS &&
       atomic_load(&r->cancel_pending) &&
