@@ -14,15 +14,32 @@ static void *ret_arg(void *a) {
 
 #include "check.h"
 
-/* In a child limited to 256 MiB of address space, a thread asking for a
- * 1 GiB stack cannot get it: EAGAIN, and the runtime keeps working. Where
- * the limit is not enforced (qemu-user maps guest memory itself), the child
- * proves it by mapping 1 GiB and the check says it could not run. */
+/* The process's address space in use, in bytes (VmSize), or 0. */
+static unsigned long long address_space_in_use(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f)
+    return 0;
+  char line[256];
+  unsigned long long kib = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "VmSize: %llu kB", &kib) == 1)
+      break;
+  fclose(f);
+  return kib << 10;
+}
+
+/* In a child left 256 MiB of address space beyond what it already uses (a
+ * sanitizer's shadow reservations count too), a thread asking for a 1 GiB
+ * stack cannot get it: EAGAIN, and the runtime (restarted in the fork
+ * child) keeps working. Where the limit is not enforced (qemu-user maps
+ * guest memory itself), the child proves it by mapping 1 GiB and the check
+ * says it could not run. */
 static void check_eagain_for_stack(void) {
   pid_t pid = fork();
   CHECK(pid >= 0);
   if (pid == 0) {
-    struct rlimit rl = {256ul << 20, 256ul << 20};
+    rlim_t cap = (rlim_t)address_space_in_use() + (256ul << 20);
+    struct rlimit rl = {cap, cap};
     if (setrlimit(RLIMIT_AS, &rl) != 0)
       _exit(2);
     void *probe = mmap(NULL, (size_t)1 << 30, PROT_READ | PROT_WRITE,
