@@ -37,6 +37,10 @@
  *   reloaded only when it differs from the current one (loading MXCSR costs
  *   ~50 ns; comparing costs ~1 ns).
  *
+ *   The signal mask is not: it belongs to the kernel thread, and no switch,
+ *   into a suspended or a fresh context, changes it (the drop-in keeps its
+ *   workers' masks itself: docs/dropin.md, "Signals").
+ *
  *   void *swarm_arch_prepare(void *stack_top, void (*entry)(void *));
  *
  *   Builds a fresh context on the stack whose highest address (exclusive) is

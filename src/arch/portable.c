@@ -14,6 +14,13 @@
  *     to move onto a stack that has never run. It is entered once with
  *     setcontext; from then on the context switches with sigsetjmp /
  *     siglongjmp like every other.
+ * Signal mask: the kernel thread's, never the context's (context.h). No
+ * switch saves or loads it: sigsetjmp is called with savemask = 0, and the
+ * ucontext_t is built by getcontext at the first entry, on the kernel thread
+ * that enters, right before setcontext, so setcontext loads back the mask it
+ * found. (Built at prepare, it carried the preparer's mask onto whichever
+ * kernel thread later started the context: main's mask onto a drop-in
+ * worker, which must keep every signal but the interrupt blocked.)
  * Invariant: a record's `after`/`arg` fields are written only by the context
  * that is about to resume it, immediately before the jump, and read only by
  * the resumed context, on its own stack — so after(arg) runs on the new stack
@@ -24,8 +31,8 @@
  *   - swapcontext for every switch: it saves and restores the signal mask,
  *     one rt_sigprocmask system call per switch (docs/portability.md has the
  *     measured cost). sigsetjmp with savemask = 0 and siglongjmp make no
- *     system call; only the first entry into a fresh context pays one
- *     (getcontext and setcontext each save or load the mask).
+ *     system call; only the first entry into a fresh context pays two
+ *     (getcontext and setcontext each read or load the mask).
  *   - Re-using a stack's bootstrap frame across threads (PPL's one-time
  *     bootstrap per stack): it saves those calls on a reused stack but relies
  *     on core never writing below stack_top between two uses, a rule
@@ -35,8 +42,9 @@
  * the trap enables (fegetexcept). Both are saved on every switch and set
  * back on resume only when they differ. Non-standard modes (x86 DAZ/FTZ,
  * AArch64 FZ/DN) are not carried by this backend. A fresh context inherits
- * the preparer's state twice over: setcontext loads the FP environment that
- * getcontext saw, and the record re-applies rounding mode and traps.
+ * the preparer's rounding mode and traps from its record, saved at prepare
+ * and re-applied by portable_boot (setcontext loads the FP environment of
+ * the entering context first).
  *
  * Limits: glibc mangles the pointers in a jmp_buf with a per-process key, so
  * a suspended context can move between kernel threads of one process (the
@@ -140,6 +148,16 @@ void *swarm_arch_prepare(void *stack_top, void (*entry)(void *)) {
   fresh->context.arg = NULL;
   portable_fp_save(&fresh->context.fp);
   fresh->entry = entry;
+  return &fresh->context; /* boot is built on first entry: portable_enter */
+}
+
+/* Enters a fresh context. getcontext runs here, on the kernel thread that
+ * switches, not in swarm_arch_prepare: setcontext loads the signal mask
+ * getcontext saw, and a switch must leave the kernel thread's mask as it is
+ * (a context may be prepared by one kernel thread, with its mask, and
+ * started on another, or after the mask changed). */
+static _Noreturn void portable_enter(struct portable_fresh *fresh) {
+  uintptr_t rec = (uintptr_t)fresh;
   if (getcontext(&fresh->boot) != 0)
     abort();
   /* The fresh context's stack ends below its record (rec is 64-aligned);
@@ -150,7 +168,8 @@ void *swarm_arch_prepare(void *stack_top, void (*entry)(void *)) {
   makecontext(&fresh->boot, (void (*)(void))portable_boot, 2,
               (unsigned int)(rec & 0xffffffffu),
               (unsigned int)((uint64_t)rec >> 32));
-  return &fresh->context;
+  setcontext(&fresh->boot);
+  abort(); /* setcontext returns only on failure */
 }
 
 void *swarm_arch_switch(void **save_sp, void *new_sp, void *(*after)(void *),
@@ -173,6 +192,5 @@ void *swarm_arch_switch(void **save_sp, void *new_sp, void *(*after)(void *),
   if (next->state == PORTABLE_SUSPENDED)
     siglongjmp(next->env, 1);
   /* Fresh: the record is the first member of its portable_fresh. */
-  setcontext(&((struct portable_fresh *)next)->boot);
-  abort(); /* setcontext returns only on failure */
+  portable_enter((struct portable_fresh *)next);
 }
