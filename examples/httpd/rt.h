@@ -33,7 +33,10 @@ static pthread_attr_t rt_attr;
 static inline int rt_start(void) {
   pthread_attr_init(&rt_attr);
   pthread_attr_setdetachstate(&rt_attr, PTHREAD_CREATE_DETACHED);
-  return pthread_attr_setstacksize(&rt_attr, RT_STACK_SIZE);
+  /* NPTL refuses less than its minimum, which is 128 KiB on aarch64 */
+  long min = sysconf(_SC_THREAD_STACK_MIN);
+  size_t size = min > RT_STACK_SIZE ? (size_t)min : RT_STACK_SIZE;
+  return pthread_attr_setstacksize(&rt_attr, size);
 }
 /* 0, or an errno value (EAGAIN: no memory or thread limit reached). */
 static inline int rt_spawn(void *(*fn)(void *), void *arg) {

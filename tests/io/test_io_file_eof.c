@@ -9,6 +9,7 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -44,6 +45,14 @@ int main(void) {
   for (int i = 0; i < SIZE; i++)
     data[i] = (unsigned char)(i * 131 + 7);
   CHECK_EQ(pwrite(fd, data, SIZE, 0), SIZE);
+  /* Without RWF_NOWAIT (kernels before 4.14, qemu-user's missing
+   * preadv2) there is no page-cache path: every read goes to the pool, so
+   * only the data is checked. */
+  struct iovec probe = {buf, 1};
+  bool nowait = preadv2(fd, &probe, 1, 0, RWF_NOWAIT) == 1;
+  if (!nowait)
+    printf("test_io_file_eof: no RWF_NOWAIT here (%s): data only\n",
+           strerror(errno));
   CHECK_EQ(swarm_init(NULL), 0);
   CHECK_EQ(pool_threads(), 0);
   for (int i = 0; i < 200; i++) {
@@ -59,7 +68,8 @@ int main(void) {
     CHECK_EQ(swarm_read(fd, buf, sizeof buf), 0);
     CHECK_EQ(swarm_pread(fd, buf, sizeof buf, SIZE), 0);
   }
-  CHECK_EQ(pool_threads(), 0);
+  if (nowait)
+    CHECK_EQ(pool_threads(), 0);
   CHECK_EQ(swarm_fsync(fd), 0);
   CHECK(pool_threads() >= 1, "the fsync went through no pool thread?");
   swarm_close(fd);

@@ -58,13 +58,12 @@ static __attribute__((noipa)) int fail(int k) {
   case 6:
     mmap(NULL, 0, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return EINVAL; /* length 0 */
-  default:
-    {
-      /* valid buffers: qemu-user checks them before the descriptor */
-      int type;
-      socklen_t len = sizeof type;
-      getsockopt(pipefd[0], SOL_SOCKET, SO_TYPE, &type, &len);
-    }
+  default: {
+    /* valid buffers: qemu-user checks them before the descriptor */
+    int type;
+    socklen_t len = sizeof type;
+    getsockopt(pipefd[0], SOL_SOCKET, SO_TYPE, &type, &len);
+  }
     return ENOTSOCK;
   }
 }
