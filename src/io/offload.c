@@ -150,8 +150,13 @@ static long try_nowait(struct io_node *n, size_t *total) {
   for (int i = 0; i < cnt; i++)
     want += iov[i].iov_len;
   *total = want;
-  return reading ? sys_preadv2(n->fd, iov, cnt, offset, RWF_NOWAIT)
-                 : sys_pwritev2(n->fd, iov, cnt, offset, RWF_NOWAIT);
+  if (reading)
+    return sys_preadv2(n->fd, iov, cnt, offset, RWF_NOWAIT);
+  long r = sys_pwritev2(n->fd, iov, cnt, offset, RWF_NOWAIT);
+  /* 0 is the end of the file only for a read: a write of something that
+   * says 0 wrote nothing, and the pool's blocking call does it (a failed
+   * RWF_NOWAIT write once read back as 0 here, os/sys.h's sys_raw6). */
+  return r == 0 && want > 0 ? -EAGAIN : r;
 }
 
 long io_offload(struct io_node *n) {

@@ -11,10 +11,11 @@
  * names from the runtime would bind to the drop-in's definition and enter
  * swarm from inside swarm. So the runtime calls none of them by name:
  *
- *  - sys_X(...) is the system call X made with syscall(2): no libc wrapper
- *    that could be interposed, and the result is the kernel's (>= 0, or
- *    -errno; errno itself is left as syscall(2) set it). They are static
- *    inline: as cheap as the libc wrapper.
+ *  - sys_X(...) is the system call X made inline (sys_raw6; syscall(2) on
+ *    other architectures than x86-64 and aarch64): no libc wrapper that
+ *    could be interposed, and the result is the kernel's register (>= 0,
+ *    or -errno, never read back from errno; errno is set as syscall(2)
+ *    sets it). They are static inline: as cheap as the libc wrapper.
  *  - libc_X(...) is libc's own X, for what has no system call of its own
  *    (kernel threads are NPTL's) or must keep libc's exact behaviour (the
  *    drop-in's pass-throughs: fork, NPTL's semaphores, sleeps of kernel
@@ -57,102 +58,148 @@
 static inline long sys_ret(long r) {
   return r < 0 ? -(long)errno : r;
 }
+
+/* The kernel's result taken from its register, not read back from errno:
+ * errno is the kernel thread's, and a swarm thread of the program that
+ * took its address on one worker (glibc declares __errno_location const,
+ * so compilers keep it across calls) and was switched to another may store
+ * into it while this worker runs us, between syscall(2)'s store and our
+ * read. A failed pwritev2 then read back as 0: write() returned 0 having
+ * written nothing (tests/pthread/python_http.sh lost a log line; the same
+ * race turned a socket's EAGAIN into 0, an end of file). errno is still
+ * set as syscall(2) sets it, for callers that look at it. Other
+ * architectures keep syscall(2) and errno. */
+static inline long sys_raw6(long nr, long a, long b, long c, long d, long e,
+                            long f) {
+#if defined(__x86_64__)
+  register long r10 __asm__("r10") = d;
+  register long r8 __asm__("r8") = e;
+  register long r9 __asm__("r9") = f;
+  long r;
+  __asm__ volatile("syscall"
+                   : "=a"(r)
+                   : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                   : "rcx", "r11", "memory");
+#elif defined(__aarch64__)
+  register long x8 __asm__("x8") = nr;
+  register long x0 __asm__("x0") = a;
+  register long x1 __asm__("x1") = b;
+  register long x2 __asm__("x2") = c;
+  register long x3 __asm__("x3") = d;
+  register long x4 __asm__("x4") = e;
+  register long x5 __asm__("x5") = f;
+  __asm__ volatile("svc 0"
+                   : "+r"(x0)
+                   : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+                   : "memory");
+  long r = x0;
+#else
+  long r = syscall(nr, a, b, c, d, e, f);
+  return r < 0 ? -(long)errno : r;
+#endif
+  if (r < 0 && r > -4096)
+    errno = (int)-r;
+  return r;
+}
+#define sys_call_(nr, a, b, c, d, e, f, ...)                                   \
+  sys_raw6((long)(nr), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e),  \
+           (long)(f))
+/* sys_call(SYS_x, args...): the system call, >= 0 or -errno (above). */
+#define sys_call(...) sys_call_(__VA_ARGS__, 0, 0, 0, 0, 0, 0, 0)
 static inline long sys_read(int fd, void *b, size_t n) {
-  return sys_ret(syscall(SYS_read, fd, b, n));
+  return sys_call(SYS_read, fd, b, n);
 }
 static inline long sys_write(int fd, const void *b, size_t n) {
-  return sys_ret(syscall(SYS_write, fd, b, n));
+  return sys_call(SYS_write, fd, b, n);
 }
 static inline long sys_readv(int fd, const struct iovec *v, int c) {
-  return sys_ret(syscall(SYS_readv, fd, v, c));
+  return sys_call(SYS_readv, fd, v, c);
 }
 static inline long sys_writev(int fd, const struct iovec *v, int c) {
-  return sys_ret(syscall(SYS_writev, fd, v, c));
+  return sys_call(SYS_writev, fd, v, c);
 }
 /* The raw preadv/pwritev take the offset as (low, high) halves too. */
 static inline long sys_pread(int fd, void *b, size_t n, off_t off) {
-  return sys_ret(syscall(SYS_pread64, fd, b, n, off));
+  return sys_call(SYS_pread64, fd, b, n, off);
 }
 static inline long sys_pwrite(int fd, const void *b, size_t n, off_t off) {
-  return sys_ret(syscall(SYS_pwrite64, fd, b, n, off));
+  return sys_call(SYS_pwrite64, fd, b, n, off);
 }
 static inline long sys_preadv(int fd, const struct iovec *v, int c, off_t off) {
-  return sys_ret(syscall(SYS_preadv, fd, v, c, off, 0L));
+  return sys_call(SYS_preadv, fd, v, c, off, 0L);
 }
 static inline long sys_pwritev(int fd, const struct iovec *v, int c,
                                off_t off) {
-  return sys_ret(syscall(SYS_pwritev, fd, v, c, off, 0L));
+  return sys_call(SYS_pwritev, fd, v, c, off, 0L);
 }
 /* preadv2 / pwritev2 with flags (RWF_NOWAIT); offset -1: the file's own
  * position. The raw calls take the offset as (low, high) halves; on 64-bit
  * the low word holds it all. */
 static inline long sys_preadv2(int fd, const struct iovec *v, int c, off_t off,
                                int flags) {
-  return sys_ret(
-      syscall(SYS_preadv2, fd, v, c, (long)off, off < 0 ? -1L : 0L, flags));
+  return sys_call(SYS_preadv2, fd, v, c, (long)off, off < 0 ? -1L : 0L, flags);
 }
 static inline long sys_pwritev2(int fd, const struct iovec *v, int c, off_t off,
                                 int flags) {
-  return sys_ret(
-      syscall(SYS_pwritev2, fd, v, c, (long)off, off < 0 ? -1L : 0L, flags));
+  return sys_call(SYS_pwritev2, fd, v, c, (long)off, off < 0 ? -1L : 0L, flags);
 }
 static inline long sys_fsync(int fd) {
-  return sys_ret(syscall(SYS_fsync, fd));
+  return sys_call(SYS_fsync, fd);
 }
 static inline long sys_fdatasync(int fd) {
-  return sys_ret(syscall(SYS_fdatasync, fd));
+  return sys_call(SYS_fdatasync, fd);
 }
 static inline long sys_recvfrom(int fd, void *b, size_t n, int fl,
                                 struct sockaddr *a, socklen_t *al) {
-  return sys_ret(syscall(SYS_recvfrom, fd, b, n, fl, a, al));
+  return sys_call(SYS_recvfrom, fd, b, n, fl, a, al);
 }
 static inline long sys_sendto(int fd, const void *b, size_t n, int fl,
                               const struct sockaddr *a, socklen_t al) {
-  return sys_ret(syscall(SYS_sendto, fd, b, n, fl, a, al));
+  return sys_call(SYS_sendto, fd, b, n, fl, a, al);
 }
 static inline long sys_recvmsg(int fd, struct msghdr *m, int fl) {
-  return sys_ret(syscall(SYS_recvmsg, fd, m, fl));
+  return sys_call(SYS_recvmsg, fd, m, fl);
 }
 static inline long sys_sendmsg(int fd, const struct msghdr *m, int fl) {
-  return sys_ret(syscall(SYS_sendmsg, fd, m, fl));
+  return sys_call(SYS_sendmsg, fd, m, fl);
 }
 static inline long sys_accept4(int fd, struct sockaddr *a, socklen_t *al,
                                int fl) {
-  return sys_ret(syscall(SYS_accept4, fd, a, al, fl));
+  return sys_call(SYS_accept4, fd, a, al, fl);
 }
 static inline long sys_connect(int fd, const struct sockaddr *a, socklen_t al) {
-  return sys_ret(syscall(SYS_connect, fd, a, al));
+  return sys_call(SYS_connect, fd, a, al);
 }
 static inline long sys_openat(int dir, const char *path, int flags) {
-  return sys_ret(syscall(SYS_openat, dir, path, flags, 0));
+  return sys_call(SYS_openat, dir, path, flags, 0);
 }
 static inline long sys_close(int fd) {
-  return sys_ret(syscall(SYS_close, fd));
+  return sys_call(SYS_close, fd);
 }
 static inline long sys_fcntl(int fd, int cmd, long arg) {
-  return sys_ret(syscall(SYS_fcntl, fd, cmd, arg));
+  return sys_call(SYS_fcntl, fd, cmd, arg);
 }
 static inline long sys_socket(int domain, int type, int protocol) {
-  return sys_ret(syscall(SYS_socket, domain, type, protocol));
+  return sys_call(SYS_socket, domain, type, protocol);
 }
 static inline long sys_socketpair(int domain, int type, int protocol,
                                   int sv[2]) {
-  return sys_ret(syscall(SYS_socketpair, domain, type, protocol, sv));
+  return sys_call(SYS_socketpair, domain, type, protocol, sv);
 }
 static inline long sys_dup(int old) {
-  return sys_ret(syscall(SYS_dup, old));
+  return sys_call(SYS_dup, old);
 }
 static inline long sys_dup3(int old, int new, int flags) {
-  return sys_ret(syscall(SYS_dup3, old, new, flags));
+  return sys_call(SYS_dup3, old, new, flags);
 }
 static inline long sys_pipe2(int fds[2], int flags) {
-  return sys_ret(syscall(SYS_pipe2, fds, flags));
+  return sys_call(SYS_pipe2, fds, flags);
 }
 static inline long sys_eventfd2(unsigned initval, int flags) {
-  return sys_ret(syscall(SYS_eventfd2, initval, flags));
+  return sys_call(SYS_eventfd2, initval, flags);
 }
 static inline long sys_epoll_create1(int flags) {
-  return sys_ret(syscall(SYS_epoll_create1, flags));
+  return sys_call(SYS_epoll_create1, flags);
 }
 /* poll, select and epoll_wait as their p-variants: AArch64 has only those */
 /* The raw ppoll writes the time left back into its timeout: pass a copy,
@@ -165,18 +212,17 @@ static inline long sys_ppoll(struct pollfd *f, nfds_t n,
     left = *t;
     tp = &left;
   }
-  return sys_ret(
-      syscall(SYS_ppoll, f, n, tp, m, (size_t)8 /* the kernel sigset */));
+  return sys_call(SYS_ppoll, f, n, tp, m, (size_t)8 /* the kernel sigset */);
 }
 static inline long sys_epoll_pwait(int ep, struct epoll_event *ev, int n,
                                    int ms, const sigset_t *mask) {
-  return sys_ret(syscall(SYS_epoll_pwait, ep, ev, n, ms, mask, (size_t)8));
+  return sys_call(SYS_epoll_pwait, ep, ev, n, ms, mask, (size_t)8);
 }
 #ifdef SYS_epoll_pwait2
 static inline long sys_epoll_pwait2(int ep, struct epoll_event *ev, int n,
                                     const struct timespec *t,
                                     const sigset_t *mask) {
-  return sys_ret(syscall(SYS_epoll_pwait2, ep, ev, n, t, mask, (size_t)8));
+  return sys_call(SYS_epoll_pwait2, ep, ev, n, t, mask, (size_t)8);
 }
 #endif
 /* The raw pselect6 writes the time left back into its timeout (the caller
@@ -187,30 +233,29 @@ static inline long sys_pselect6(int nfds, fd_set *r, fd_set *w, fd_set *x,
     const sigset_t *ss;
     size_t len;
   } sig = {mask, 8}; /* the kernel's sigset size */
-  return sys_ret(syscall(SYS_pselect6, nfds, r, w, x, t, mask ? &sig : NULL));
+  return sys_call(SYS_pselect6, nfds, r, w, x, t, mask ? &sig : NULL);
 }
 static inline long sys_epoll_ctl(int ep, int op, int fd,
                                  struct epoll_event *ev) {
-  return sys_ret(syscall(SYS_epoll_ctl, ep, op, fd, ev));
+  return sys_call(SYS_epoll_ctl, ep, op, fd, ev);
 }
 static inline long sys_sched_yield(void) {
-  return sys_ret(syscall(SYS_sched_yield));
+  return sys_call(SYS_sched_yield);
 }
 /* The calling kernel thread's affinity (pid 0: itself). */
 static inline long sys_sched_setaffinity_self(size_t size,
                                               const cpu_set_t *set) {
-  return sys_ret(syscall(SYS_sched_setaffinity, 0, size, set));
+  return sys_call(SYS_sched_setaffinity, 0, size, set);
 }
 /* The calling kernel thread's signal mask. glibc's sigfillset leaves out
  * the signals NPTL keeps for itself, so a full set from it is safe here. */
 static inline long sys_sigmask(int how, const sigset_t *set, sigset_t *old) {
-  return sys_ret(syscall(SYS_rt_sigprocmask, how, set, old, (size_t)8));
+  return sys_call(SYS_rt_sigprocmask, how, set, old, (size_t)8);
 }
 /* Sleeps until `until` on `clock` (TIMER_ABSTIME). */
 static inline long sys_sleep_until(clockid_t clock,
                                    const struct timespec *until) {
-  return sys_ret(
-      syscall(SYS_clock_nanosleep, clock, TIMER_ABSTIME, until, NULL));
+  return sys_call(SYS_clock_nanosleep, clock, TIMER_ABSTIME, until, NULL);
 }
 static inline long sys_gettid(void) {
   return syscall(SYS_gettid);
