@@ -241,13 +241,14 @@ uint64_t os_worker_mask(void) {
   return b;
 }
 
+/* The error from the kernel's register (sys_call), not read back from the
+ * kernel thread's errno, which a switched-away thread may store into. */
 int os_thread_signal(int tid, int sig) {
-  return syscall(SYS_tgkill, getpid(), tid, sig) == 0 ? 0 : errno;
+  return (int)-sys_call(SYS_tgkill, getpid(), tid, sig);
 }
 
 int os_thread_sigqueue(int tid, int sig, const siginfo_t *info) {
-  return syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, info) == 0 ? 0
-                                                                       : errno;
+  return (int)-sys_call(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, info);
 }
 
 uintptr_t os_context_pc(const void *ucontext) {

@@ -55,10 +55,6 @@
 
 /* ---- system calls: results >= 0, or -errno ---- */
 
-static inline long sys_ret(long r) {
-  return r < 0 ? -(long)errno : r;
-}
-
 /* The kernel's result taken from its register, not read back from errno:
  * errno is the kernel thread's, and a swarm thread of the program that
  * took its address on one worker (glibc declares __errno_location const,
