@@ -114,6 +114,12 @@ struct swarm_thread {
   int saved_errno;             /* errno while switched out */
   uint32_t era;                /* swarm_rt.era at its last park (fork.c) */
   void *slots[SWARM_THREAD_SLOTS]; /* per-thread data of upper layers */
+  /* cpuclock.c: CPU time credited to it at its switches, ns in the low
+   * 56 bits, valid for the generation whose low 8 bits are the top 8 (a
+   * reused descriptor starts from 0 without spawn writing anything).
+   * Written by the worker it just left, in the after step, before anyone
+   * else can run it. */
+  _Atomic uint64_t cpu_word;
 #ifdef SWARM_ASAN
   void *asan_fake_stack;
 #endif
@@ -200,7 +206,11 @@ struct worker {
    * else 0, which no stack has. One compare on the exit path. */
   size_t exit_cache_size;
   void *(*after_park)(void *); /* run the park commit */
-  struct trace_buf *trace;     /* NULL when tracing is off */
+  /* The scheduler loop's step before it switches to a thread: NULL, or
+   * tracing's or CPU accounting's (cpuclock.c). One load and a branch,
+   * what testing w->trace there cost. */
+  void (*sched_switch)(struct worker *w, struct swarm_thread *next);
+  struct trace_buf *trace; /* NULL when tracing is off */
   struct worker_stats stats;
   _Atomic uint64_t stat_spawned_pub; /* published copies for quiescence */
   _Atomic uint64_t stat_exited_pub;
@@ -221,6 +231,15 @@ struct worker {
   uint32_t monitor_blocked;    /* monitor-only: of those, seen blocked */
   int tid;                     /* its kernel thread's id (for the monitor) */
   _Atomic uint32_t preempt_requested; /* preempt.c: set by the monitor */
+  /* cpuclock.c, once CPU accounting is on: since the worker's kernel
+   * thread CPU time cpu_start (ns) it has run cpu_thread (NULL: its
+   * scheduler). cpu_fresh: set when accounting started while it ran
+   * something unknown; then its current thread is the one. Owner-written
+   * under cpu_seq (odd while it writes), read by any thread. */
+  _Atomic uint32_t cpu_seq;
+  _Atomic bool cpu_fresh;
+  _Atomic(struct swarm_thread *) cpu_thread;
+  _Atomic uint64_t cpu_start;
 #ifdef SWARM_ASAN
   void *sched_fake_stack;
   const void *sched_stack_lo;
@@ -263,7 +282,7 @@ struct runtime {
   pthread_t stats_kthread;
   bool stats_started;
   _Atomic uint32_t stats_word; /* futex it sleeps on; bumped to stop it */
-  bool spares_blocked_only; /* one worker, default spares: blocked only */
+  bool spares_blocked_only;    /* one worker, default spares: blocked only */
   /* fork.c: advanced in a fork child; a thread parked in an older era is
    * a copy of a parent's thread and swarm_ready never runs it. */
   uint32_t era;
@@ -440,6 +459,20 @@ bool swarm_preempt_safe(const void *ucontext);
  * switches to another thread of this worker; the interrupted one resumes
  * here, on this worker, later. */
 void swarm_preempt_point(const void *ucontext);
+
+/* ---- per-thread CPU time (cpuclock.c) ----
+ * Off until first asked for: then every switch reads its worker's kernel
+ * thread CPU clock and credits the thread switched away from. */
+/* Turns accounting on (idempotent, any thread). A thread's time counts
+ * from then. */
+void cpuclock_enable(void);
+/* The CPU time of the thread with handle h into *ns: 0, or EINVAL when h
+ * names no live thread (ended, or never was). Turns accounting on. */
+int cpuclock_thread_ns(swarm_thread_t h, uint64_t *ns);
+/* The handle of the live thread in descriptor slot `index`, or 0. */
+swarm_thread_t cpuclock_handle_at(uint32_t index);
+/* runtime.c: a new runtime (start, fork child) starts with it off. */
+void cpuclock_reset(void);
 
 /* ---- internal services used across core files ---- */
 int runtime_ensure_started(void);

@@ -186,6 +186,7 @@ static int worker0_enter(struct swarm_thread *adopt, struct start_progress *p) {
                                   traced = {after_push_parent_traced,
                                             after_release_stack_traced,
                                             after_park_traced};
+  cpuclock_reset(); /* a fork child's threads count from its next request */
   swarm_rt.after_main_exit =
       trace_start(&plain, &traced) ? after_main_exit_traced : NULL;
   w0->altstack = os_altstack_install();

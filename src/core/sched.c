@@ -334,7 +334,8 @@ static void sched_loop(struct worker *w) {
     if (t) {
       spins = 0;
       backoff = SLEEP_MIN_NS;
-      TRACE_SWITCH(w, t);
+      if (unlikely(w->sched_switch)) /* tracing, CPU accounting */
+        w->sched_switch(w, t);
       w = switch_to(w, &w->sched_sp, t, NULL);
       continue;
     }

@@ -567,9 +567,15 @@ static void trace_at_exit(void) {
 /* Every slot, spare workers included (monitor.c): a spare runs threads, so
  * it needs the same steps as the others (the traced ones record its
  * switches) and a buffer of its own. */
+static void trace_sched_switch(struct worker *w, struct swarm_thread *next) {
+  if (w->trace)
+    trace_switch(w->trace, next);
+}
+
 static void set_steps(const struct trace_steps *s) {
   for (int i = 0; i < swarm_rt.nslots; i++) {
     struct worker *w = &swarm_rt.workers[i];
+    w->sched_switch = w->trace ? trace_sched_switch : NULL;
     w->after_spawn = s->after_spawn;
     w->after_exit = s->after_exit;
     w->exit_cache_size = s->after_exit ? 0 : swarm_rt.default_stack;

@@ -22,9 +22,11 @@
  * or traced twins once, at swarm_init. Loading a pointer from the worker,
  * already in a register, replaces the lea of a constant address, so the
  * untraced instruction count is unchanged (bench-instr: see docs/trace.md).
- * Cold paths (the scheduler loop, stealing, sleeping, ready, the main
- * thread's exit) test w->trace in the TRACE_* macros below: a load and a
- * branch next to a switch, a steal or a futex wait.
+ * Cold paths (stealing, sleeping, ready, the main thread's exit) test
+ * w->trace in the TRACE_* macros below: a load and a branch next to a
+ * steal or a futex wait. The scheduler loop's switch calls
+ * worker.sched_switch when set (tracing's, or CPU accounting's:
+ * cpuclock.c).
  *
  * Invariants: w->trace is set before the worker's kernel thread starts and
  * cleared only after it was joined (trace_stop) — or never, when the trace
@@ -124,11 +126,6 @@ static inline void trace_switch(struct trace_buf *b,
 }
 
 /* ---- trace points for cold paths: one line each at the call site ---- */
-#define TRACE_SWITCH(w, next)                                                  \
-  do {                                                                         \
-    if (unlikely((w)->trace))                                                  \
-      trace_switch((w)->trace, (next));                                        \
-  } while (0)
 #define TRACE_EVENT(w, kind, a, b, reason)                                     \
   do {                                                                         \
     if (unlikely((w)->trace))                                                  \

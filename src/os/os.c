@@ -51,7 +51,7 @@ void os_futex_wake(_Atomic uint32_t *word, int count) {
 
 uint64_t os_now_ns(void) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  libc_clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 

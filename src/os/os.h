@@ -29,9 +29,11 @@ void os_futex_wake(_Atomic uint32_t *word, int count);
 /* ---- clocks ---- */
 uint64_t os_now_ns(void); /* CLOCK_MONOTONIC */
 #include <time.h>
+/* libc's clock_gettime (os/sys.h: the drop-in defines the name). */
+int libc_clock_gettime(clockid_t c, struct timespec *ts);
 static inline uint64_t os_now_ns_inline(void) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
+  libc_clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 

@@ -272,6 +272,7 @@ static inline long sys_gettid(void) {
   X(int, pthread_sigmask, (int how, const sigset_t *set, sigset_t *old),       \
     (how, set, old))                                                           \
   X(int, pthread_kill, (pthread_t t, int sig), (t, sig))                       \
+  X(int, pthread_getcpuclockid, (pthread_t t, clockid_t * c), (t, c))          \
   X(int, nanosleep, (const struct timespec *req, struct timespec *rem),        \
     (req, rem))                                                                \
   X(int, clock_nanosleep,                                                      \
@@ -279,6 +280,9 @@ static inline long sys_gettid(void) {
      struct timespec *rem),                                                    \
     (c, flags, req, rem))                                                      \
   X(int, usleep, (useconds_t us), (us))                                        \
+  /* the runtime's clock reads too: the drop-in defines clock_gettime */       \
+  X(int, clock_gettime, (clockid_t c, struct timespec * ts), (c, ts))          \
+  X(int, clock_getres, (clockid_t c, struct timespec * ts), (c, ts))           \
   X(unsigned, sleep, (unsigned s), (s))                                        \
   X(pid_t, fork, (void), ())                                                   \
   X(int, sem_init, (sem_t * s, int pshared, unsigned v), (s, pshared, v))      \

@@ -134,6 +134,11 @@ static inline void dropin_signal_inherit(struct dropin_thread *child) {
     atomic_store_explicit(&child->sig_mask, m, memory_order_relaxed);
 }
 
+/* clock_nanosleep on a thread's CPU clock (cpuclock.c); an errno. */
+int dropin_cpu_clock_nanosleep(clockid_t c, int flags,
+                               const struct timespec *req,
+                               struct timespec *rem);
+
 /* Sets errno of the running kernel thread; safe after a context switch. */
 static inline int dropin_fail(int e) {
   *os_errno_location() = e;

@@ -63,6 +63,8 @@ DROPIN_API int nanosleep(const struct timespec *req, struct timespec *rem) {
 DROPIN_API int clock_nanosleep(clockid_t clock, int flags,
                                const struct timespec *req,
                                struct timespec *rem) {
+  if (clock == CLOCK_THREAD_CPUTIME_ID || (clock < 0 && (clock & 7) == 7))
+    return dropin_cpu_clock_nanosleep(clock, flags, req, rem);
   if (!worker_current() ||
       (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
     return libc_clock_nanosleep(clock, flags, req, rem);

@@ -633,12 +633,7 @@ DROPIN_API int pthread_getaffinity_np(pthread_t t, size_t size,
   return sched_getaffinity(0, size, set) ? errno : 0;
 }
 
-DROPIN_API int pthread_getcpuclockid(pthread_t t, clockid_t *clock) {
-  (void)clock;
-  if (!dropin_lookup(t))
-    return ESRCH;
-  return ENOENT; /* a swarm thread has no kernel CPU clock of its own */
-}
+/* pthread_getcpuclockid: cpuclock.c */
 
 /* ---- signals: signal.c ---- */
 

@@ -159,7 +159,7 @@ int sync_deadline(int clock, const struct timespec *abstime, uint64_t *out,
     now_on_clock = (int64_t)mono;
   } else {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    libc_clock_gettime(CLOCK_REALTIME, &ts);
     now_on_clock = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
   }
   if (abstime->tv_sec < 0) {
