@@ -26,7 +26,12 @@
  *  - the C library's and the dynamic loader's internal locks (malloc's
  *    arenas, stdio's, the loader's), which belong to the kernel thread, so
  *    a second swarm thread on the same worker would deadlock or enter
- *    them: refused when the program counter is in libc.so or ld.so.
+ *    them: refused when the program counter is in libc.so or ld.so;
+ *  - the vDSO (clock_gettime, gettimeofday): the runtime reads clocks
+ *    through it, at times holding a sync object's spinlock (a timed wait
+ *    computing its deadline), so it is runtime code for this purpose:
+ *    refused there too (a program's own clock read is a few dozen
+ *    nanoseconds; the next tick asks again).
  *    Locks taken through pthread_mutex_lock (libstdc++, libgcc's unwinder,
  *    the program's) are swarm's under the drop-in and may be held across
  *    a preemption like across any park;
@@ -49,13 +54,14 @@
  */
 #include <link.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <ucontext.h>
 
 #include "core/core.h"
 #include "os/sys.h"
 
 #define PREEMPT_TICKS 2 /* monitor ticks: 1 to 20 ms */
-#define PREEMPT_RANGES 4
+#define PREEMPT_RANGES 6
 
 static struct {
   bool enabled;
@@ -77,14 +83,27 @@ static bool name_has(const char *name, const char *part) {
   return name && strstr(name, part) != NULL;
 }
 
+/* Whether the object is the vDSO: one of its segments holds the ELF
+ * header the kernel names in the auxiliary vector. */
+static bool is_vdso(const struct dl_phdr_info *info) {
+  uintptr_t ehdr = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+  for (int i = 0; ehdr && i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + p->p_vaddr;
+    if (p->p_type == PT_LOAD && ehdr >= lo && ehdr < lo + p->p_memsz)
+      return true;
+  }
+  return false;
+}
+
 /* Adds the executable segments of the runtime's object (the one that
- * contains `arg`), libc and the dynamic loader. */
+ * contains `arg`), libc, the dynamic loader and the vDSO. */
 static int find_ranges(struct dl_phdr_info *info, size_t size, void *arg) {
   (void)size;
   uintptr_t self = (uintptr_t)arg;
   bool system = name_has(info->dlpi_name, "/libc.so") ||
                 name_has(info->dlpi_name, "/ld-linux") ||
-                name_has(info->dlpi_name, "/ld64.so");
+                name_has(info->dlpi_name, "/ld64.so") || is_vdso(info);
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *p = &info->dlpi_phdr[i];
     if (p->p_type != PT_LOAD || !(p->p_flags & PF_X))

@@ -138,10 +138,8 @@ static int child_ready(pid_t pid, int options) {
     return 0; /* not our child, or an old kernel: libc says which */
   int err = block_cancellable(fd, true);
   syscall(SYS_close, fd);
-  if (err > 0) {
-    errno = err;
-    return -1;
-  }
+  if (err > 0) /* block_cancellable parked: errno through os_errno_location */
+    return dropin_fail(err);
   return 0;
 }
 

@@ -685,7 +685,10 @@ int psh_sem_wait(sem_t *s, uint64_t deadline, bool timed) {
   for (;;) {
     if (libc_sem_trywait(s) == 0)
       return 0;
-    if (errno != EAGAIN)
+    /* os_errno_location, not errno: the loop's swarm_yield may move us to
+     * another worker, and the compiler may keep errno's address from the
+     * first iteration (glibc declares __errno_location const). */
+    if (*os_errno_location() != EAGAIN)
       return -1;
     uint64_t ns = pw.slice ? pw.slice : SLICE_MIN_NS;
     uint64_t now = os_now_ns();
@@ -698,7 +701,7 @@ int psh_sem_wait(sem_t *s, uint64_t deadline, bool timed) {
                              (long)(now % 1000000000u)};
     if (libc_sem_clockwait(s, CLOCK_MONOTONIC, &until) == 0)
       return 0;
-    if (errno != ETIMEDOUT)
+    if (*os_errno_location() != ETIMEDOUT)
       return -1; /* EINTR, EINVAL: as NPTL */
     pw.slice = ns * 2 > SLICE_MAX_NS ? SLICE_MAX_NS : ns * 2;
     swarm_yield();
