@@ -187,10 +187,36 @@ void os_yield(void) {
 extern int __libc_allocate_rtsig(int high);
 int os_interrupt_signal;
 
+/* The signals the kernel lets a thread block, as bits sig - 1: all but
+ * SIGKILL and SIGSTOP natively. qemu-user (7.2) has no host signal for
+ * guest signals 63 and 64 (it keeps the host's top ones for itself): a mask
+ * blocking them reads back without them, and tgkill of either answers
+ * EINVAL. Probed once by blocking everything and reading back what was
+ * kept (the restoring call returns it). */
+uint64_t os_blockable_signals(void) {
+  static uint64_t blockable;
+  uint64_t b = __atomic_load_n(&blockable, __ATOMIC_RELAXED);
+  if (b)
+    return b;
+  sigset_t all, old, kept;
+  memset(&all, 0xff, sizeof all);
+  if (sys_sigmask(SIG_BLOCK, &all, &old) != 0 ||
+      sys_sigmask(SIG_SETMASK, &old, &kept) != 0)
+    return ~(uint64_t)0;
+  memcpy(&b, &kept, sizeof b); /* the kernel's layout: bit sig - 1 */
+  __atomic_store_n(&blockable, b, __ATOMIC_RELAXED);
+  return b;
+}
+
 int os_interrupt_signal_claim(void (*handler)(int, siginfo_t *, void *)) {
   if (os_interrupt_signal)
     return os_interrupt_signal;
+  /* glibc's argument is the other way round: 0 takes the top one (SIGRTMAX
+   * goes down by one), 1 the bottom one (SIGRTMIN goes up). The top one
+   * unless it cannot be blocked (so cannot be sent either): qemu-user. */
   int sig = __libc_allocate_rtsig(0);
+  if (sig > 0 && !(os_blockable_signals() & ((uint64_t)1 << (sig - 1))))
+    sig = __libc_allocate_rtsig(1);
   if (sig <= 0)
     return 0;
   struct sigaction sa;
@@ -237,8 +263,8 @@ uint64_t os_worker_mask(void) {
   sigset_t set;
   worker_mask_set(&set);
   uint64_t b;
-  memcpy(&b, &set, sizeof b); /* the kernel's layout: bit sig - 1 */
-  return b;
+  memcpy(&b, &set, sizeof b);        /* the kernel's layout: bit sig - 1 */
+  return b & os_blockable_signals(); /* as the kernel reports it back */
 }
 
 /* The error from the kernel's register (sys_call), not read back from the

@@ -76,7 +76,8 @@ void os_yield(void);
 /* ---- the runtime's interrupt signal (pthread/signal.c, docs/dropin.md) ----
  * One real-time signal, taken from glibc's pool with __libc_allocate_rtsig
  * (the top one, so a program's SIGRTMAX() reads one less, as with any
- * library that claims one), by which one kernel thread interrupts a worker
+ * library that claims one; the bottom one where the top one cannot be
+ * blocked: qemu-user), by which one kernel thread interrupts a worker
  * to run something on the swarm thread it runs. 0 until claimed. */
 extern int os_interrupt_signal;
 /* Claims it (once) and installs handler for it (SA_SIGINFO | SA_RESTART,
@@ -92,6 +93,9 @@ int os_interrupt_signal_claim(void (*handler)(int, siginfo_t *, void *));
  * (os_program_mask_save). */
 void os_worker_mask_install(void);
 uint64_t os_worker_mask(void);
+/* The signals a thread can block (bits sig - 1), as the kernel reads a
+ * mask back: all but SIGKILL and SIGSTOP, fewer under qemu-user (os.c). */
+uint64_t os_blockable_signals(void);
 /* Saves the calling kernel thread's mask as the program's (swarm_init, on
  * the flow that starts the runtime). While the interrupt signal is not
  * claimed (the native API), os_worker_mask_install gives workers this
