@@ -90,35 +90,42 @@ DROPIN_API int pthread_getcpuclockid(pthread_t t, clockid_t *clock) {
   return 0;
 }
 
-DROPIN_API int clock_gettime(clockid_t c, struct timespec *ts) {
+/* clock_gettime's and clock_getres's common part: 1 when c is glibc's
+ * business (any other clock; CLOCK_THREAD_CPUTIME_ID of a kernel thread
+ * that is not a swarm thread), else the thread's time into *ns and 0, or
+ * -1 with errno EINVAL (an ended thread's clock). */
+static inline int thread_clock(clockid_t c, uint64_t *ns) {
   if (likely(c != CLOCK_THREAD_CPUTIME_ID && !is_swarm_clock(c)))
-    return libc_clock_gettime(c, ts);
+    return 1;
   bool kernel;
   swarm_thread_t h = clock_thread(c, &kernel);
   if (kernel)
-    return libc_clock_gettime(c, ts);
-  uint64_t ns;
-  if (!h || cpuclock_thread_ns(h, &ns) != 0)
+    return 1;
+  if (!h || cpuclock_thread_ns(h, ns) != 0)
     return dropin_fail(EINVAL);
-  if (missing(ts))
-    return dropin_fail(EFAULT);
-  *ts = ns_to_ts(ns);
   return 0;
 }
 
-DROPIN_API int clock_getres(clockid_t c, struct timespec *res) {
-  if (likely(c != CLOCK_THREAD_CPUTIME_ID && !is_swarm_clock(c)))
-    return libc_clock_getres(c, res);
-  bool kernel;
-  swarm_thread_t h = clock_thread(c, &kernel);
-  if (kernel)
-    return libc_clock_getres(c, res);
+DROPIN_API int clock_gettime(clockid_t c, struct timespec *ts) {
   uint64_t ns;
-  if (!h || cpuclock_thread_ns(h, &ns) != 0)
-    return dropin_fail(EINVAL);
-  if (res)
+  int r = thread_clock(c, &ns);
+  if (r > 0)
+    return libc_clock_gettime(c, ts);
+  if (r == 0 && missing(ts))
+    return dropin_fail(EFAULT);
+  if (r == 0)
+    *ts = ns_to_ts(ns);
+  return r;
+}
+
+DROPIN_API int clock_getres(clockid_t c, struct timespec *res) {
+  uint64_t ns;
+  int r = thread_clock(c, &ns);
+  if (r > 0)
+    return libc_clock_getres(c, res);
+  if (r == 0 && res)
     *res = (struct timespec){.tv_sec = 0, .tv_nsec = 1};
-  return 0;
+  return r;
 }
 
 /* clock_nanosleep on a thread's CPU clock (sleep.c), as the kernel's:
