@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/types.h>
+#include <unwind.h>
 
 #include "core/core.h"
 #include "os/sys.h"
@@ -58,7 +59,10 @@ struct dropin_thread {
   bool sig_in_kernel;
   void *exit_value;
   __pthread_unwind_buf_t *cleanup_top; /* chain through __pad[0] */
-  pthread_t kthread;                   /* adopted external: its NPTL handle */
+  /* thread.c: the forced unwinding's exception object (it must outlive
+   * the frames it unwinds, so not on the stack) */
+  struct _Unwind_Exception unwind_exc;
+  pthread_t kthread; /* adopted external: its NPTL handle */
   size_t stack_size;
   int sched_policy;
   struct sched_param sched_param;

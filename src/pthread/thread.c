@@ -24,8 +24,16 @@
  * macro's code runs the handler and calls __pthread_unwind_next, which
  * continues with the next buffer and finally calls finish(). A jump buffer
  * holds no kernel-thread state, so it may be taken on one worker and
- * resumed on another. C++ and -fexceptions cleanups need forced unwinding,
- * which this does not do (docs/dropin.md).
+ * resumed on another.
+ *
+ * Forced unwinding (C++ destructors, -fexceptions cleanups), as NPTL: the
+ * stack is unwound with _Unwind_ForcedUnwind, whose personality routines
+ * run every frame's cleanups, up to the frame that holds the top C buffer
+ * (its address lies below that frame's CFA), where the stop function jumps
+ * into it as above, or to the end of the stack (the context's first frame
+ * marks its return address undefined: arch/), where it finishes. Should
+ * the unwinder fail (a frame without unwind data), the buffers are taken
+ * without it, as before.
  *
  * Cancellation: pthread_cancel marks the record and interrupts the
  * target's interruptible wait (sync_interrupt); cancellation points check
@@ -222,7 +230,8 @@ _Noreturn static void finish(struct dropin_thread *r, void *value) {
  * prototype's jmp_buf size (the cancel buffer is glibc's shorter layout). */
 extern _Noreturn void dropin_longjmp(void *env, int value) __asm__("longjmp");
 
-_Noreturn static void unwind_or_finish(struct dropin_thread *r) {
+/* Into the top C buffer (popped), or finish. */
+_Noreturn static void take_buffer_or_finish(struct dropin_thread *r) {
   __pthread_unwind_buf_t *b = r->cleanup_top;
   if (b) {
     r->cleanup_top = b->__pad[0];
@@ -231,6 +240,40 @@ _Noreturn static void unwind_or_finish(struct dropin_thread *r) {
     dropin_longjmp(b->__cancel_jmp_buf, 1);
   }
   finish(r, r->exit_value);
+}
+
+static _Unwind_Reason_Code unwind_stop(int version, _Unwind_Action actions,
+                                       _Unwind_Exception_Class cls,
+                                       struct _Unwind_Exception *exc,
+                                       struct _Unwind_Context *ctx, void *arg) {
+  (void)version;
+  (void)cls;
+  (void)exc;
+  struct dropin_thread *r = arg;
+  uintptr_t top = (uintptr_t)r->cleanup_top;
+  if ((actions & _UA_END_OF_STACK) || (top && _Unwind_GetCFA(ctx) > top))
+    take_buffer_or_finish(r);
+  return _URC_NO_REASON;
+}
+
+/* A program's catch (...) that swallowed the unwinding: as NPTL, fatal. */
+static void unwind_swallowed(_Unwind_Reason_Code code,
+                             struct _Unwind_Exception *exc) {
+  (void)code;
+  (void)exc;
+  static const char msg[] = "swarm-pthread: FATAL: exception not rethrown\n";
+  os_write_stderr(msg, sizeof msg - 1);
+  abort();
+}
+
+_Noreturn static void unwind_or_finish(struct dropin_thread *r) {
+  if (!r->external) {
+    memset(&r->unwind_exc, 0, sizeof r->unwind_exc);
+    memcpy(&r->unwind_exc.exception_class, "SWRM\0CNC", 8);
+    r->unwind_exc.exception_cleanup = unwind_swallowed;
+    _Unwind_ForcedUnwind(&r->unwind_exc, unwind_stop, r);
+  }
+  take_buffer_or_finish(r); /* an NPTL thread, or no unwind data */
 }
 
 DROPIN_API _Noreturn void pthread_exit(void *value) {
