@@ -222,17 +222,25 @@ int cpuclock_thread_ns(swarm_thread_t h, uint64_t *ns) {
   if (!t)
     return EINVAL;
   uint32_t gen = CTL_GEN(h);
-  for (;;) {
+  uint64_t base, run;
+  /* A thread that switched while we read it is read again (bounded: one
+   * that switches faster than we read gets its credit alone). */
+  for (int tries = 0;; tries++) {
     uint64_t c = atomic_load_explicit(&t->control, memory_order_acquire);
     if ((c & ~CTL_FLAGS) != h || (c & CTL_EXITED))
       return EINVAL;
-    uint64_t base = credited(t, gen);
-    uint64_t run = running_part(t);
-    if (credited(t, gen) == base) {
-      *ns = base + run;
-      return 0;
+    base = credited(t, gen);
+    run = running_part(t);
+    if (credited(t, gen) == base)
+      break;
+    if (tries == 64) {
+      run = 0;
+      base = credited(t, gen);
+      break;
     }
   }
+  *ns = base + run;
+  return 0;
 }
 
 swarm_thread_t cpuclock_handle_at(uint32_t index) {
