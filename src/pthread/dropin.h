@@ -59,10 +59,7 @@ struct dropin_thread {
   bool sig_in_kernel;
   void *exit_value;
   __pthread_unwind_buf_t *cleanup_top; /* chain through __pad[0] */
-  /* thread.c: the forced unwinding's exception object (it must outlive
-   * the frames it unwinds, so not on the stack) */
-  struct _Unwind_Exception unwind_exc;
-  pthread_t kthread; /* adopted external: its NPTL handle */
+  pthread_t kthread;                   /* adopted external: its NPTL handle */
   size_t stack_size;
   int sched_policy;
   struct sched_param sched_param;
@@ -74,6 +71,10 @@ struct dropin_thread {
   _Atomic uint64_t sig_pending;
   _Atomic uint64_t sig_waiting;
   struct dropin_thread *cache_next; /* in a worker's free-record cache */
+  /* thread.c: the forced unwinding's exception object (it must outlive
+   * the frames it unwinds, so not on the stack). Last: a reused record is
+   * cleared only up to it (the unwinding fills it). */
+  struct _Unwind_Exception unwind_exc;
 };
 
 /* The calling thread's record (adopting it if needed); never NULL. */

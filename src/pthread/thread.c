@@ -57,6 +57,7 @@
 #include <dlfcn.h>
 #include <sched.h>
 #include <setjmp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,7 +120,7 @@ static __attribute__((noinline)) void record_free(struct dropin_thread *r) {
 static struct dropin_thread *record_new(void) {
   struct dropin_thread *r = record_cache_take();
   if (r)
-    memset(r, 0, sizeof *r);
+    memset(r, 0, offsetof(struct dropin_thread, unwind_exc));
   else if (!(r = calloc(1, sizeof *r)))
     return NULL;
   r->magic = DROPIN_MAGIC;
