@@ -459,6 +459,10 @@ bool swarm_preempt_safe(const void *ucontext);
  * switches to another thread of this worker; the interrupted one resumes
  * here, on this worker, later. */
 void swarm_preempt_point(const void *ucontext);
+/* Whether pc is in the vDSO's code (known once preemption is enabled;
+ * false before, and under ASan). The runtime reads clocks there, at times
+ * holding a lock, so interrupts treat it as the runtime's own code. */
+bool swarm_pc_in_vdso(uintptr_t pc);
 
 /* ---- per-thread CPU time (cpuclock.c) ----
  * Off until first asked for: then every switch reads its worker's kernel

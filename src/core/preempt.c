@@ -68,6 +68,7 @@ static struct {
   uint64_t worker_mask;
   int nranges;
   uintptr_t lo[PREEMPT_RANGES], hi[PREEMPT_RANGES];
+  uintptr_t vdso_lo, vdso_hi; /* also one of the ranges */
 } preempt;
 
 #ifndef SWARM_ASAN
@@ -104,6 +105,7 @@ static int find_ranges(struct dl_phdr_info *info, size_t size, void *arg) {
   bool system = name_has(info->dlpi_name, "/libc.so") ||
                 name_has(info->dlpi_name, "/ld-linux") ||
                 name_has(info->dlpi_name, "/ld64.so") || is_vdso(info);
+  bool vdso = is_vdso(info);
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *p = &info->dlpi_phdr[i];
     if (p->p_type != PT_LOAD || !(p->p_flags & PF_X))
@@ -111,6 +113,10 @@ static int find_ranges(struct dl_phdr_info *info, size_t size, void *arg) {
     uintptr_t lo = info->dlpi_addr + p->p_vaddr, hi = lo + p->p_memsz;
     if (system || (self >= lo && self < hi))
       add_range(lo, hi);
+    if (vdso) { /* read by interrupt handlers at any time */
+      __atomic_store_n(&preempt.vdso_lo, lo, __ATOMIC_RELAXED);
+      __atomic_store_n(&preempt.vdso_hi, hi, __ATOMIC_RELEASE);
+    }
   }
   return 0;
 }
@@ -150,6 +156,11 @@ static uint64_t mask_bits(const sigset_t *set) {
   uint64_t b;
   memcpy(&b, set, sizeof b); /* the kernel's layout: bit sig - 1 */
   return b;
+}
+
+bool swarm_pc_in_vdso(uintptr_t pc) {
+  uintptr_t hi = __atomic_load_n(&preempt.vdso_hi, __ATOMIC_ACQUIRE);
+  return pc < hi && pc >= __atomic_load_n(&preempt.vdso_lo, __ATOMIC_RELAXED);
 }
 
 bool swarm_preempt_safe(const void *ucontext) {

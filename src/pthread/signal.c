@@ -39,9 +39,10 @@
  *
  * When the interrupt may deliver. The interrupt handler runs on the
  * interrupted swarm thread's stack. It delivers only when the interrupted
- * program counter is outside this library's code: inside it the worker may
- * be mid-switch (w->current names the next thread while the old stack is
- * live) or hold one of the runtime's spinlocks, and a handler that then
+ * program counter is outside this library's code and the vDSO: inside
+ * them the worker may be mid-switch (w->current names the next thread while
+ * the old stack is live) or hold one of the runtime's spinlocks (it reads
+ * clocks through the vDSO), and a handler that then
  * called pthread_self() or took a lock would see a torn state. Otherwise it
  * is a point where NPTL could deliver as well (program code or libc; the
  * handler must be async-signal-safe, as with NPTL). A refused interrupt is
@@ -290,7 +291,8 @@ static void interruption_spent(struct dropin_thread *r) {
 }
 
 static bool in_runtime(uintptr_t pc) {
-  return pc == 0 || (pc >= sigs.text_lo && pc < sigs.text_hi);
+  return pc == 0 || (pc >= sigs.text_lo && pc < sigs.text_hi) ||
+         swarm_pc_in_vdso(pc); /* the runtime's clock reads (preempt.c) */
 }
 
 static void on_interrupt(int sig, siginfo_t *si, void *uc) {
