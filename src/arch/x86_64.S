@@ -1,6 +1,6 @@
 /*
  * arch/x86_64.S — context switch for x86-64 (System V ABI). Implements the
- * contract in arch/context.h: save callee-saved registers (rbp, rbx, r12-r15)
+ * contract in arch/context.h (all seven functions): save callee-saved registers (rbp, rbx, r12-r15)
  * and the FP control state (MXCSR control bits, x87 control word), switch
  * stacks, call `after(arg)` on the new stack, restore, return.
  *
@@ -136,6 +136,37 @@ swarm_arch_resume:
         jmp     swarm_arch_restore_internal
         .cfi_endproc
         .size   swarm_arch_resume, .-swarm_arch_resume
+
+        .globl  swarm_arch_resume_publish
+        .hidden swarm_arch_resume_publish
+        .type   swarm_arch_resume_publish, @function
+        .p2align 4
+/* _Noreturn void swarm_arch_resume_publish(void *new_sp (rdi), void *arg (rsi),
+ *         _Atomic uint64_t *word (rdx), uint64_t mask (rcx),
+ *         void (*notify)(void *arg, uint64_t old, _Atomic uint64_t *word) (r8))
+ * The exit's fast path: off the old stack first, then the locked add (a
+ * full barrier on x86-64), then swarm_arch_resume_plain. notify runs at the
+ * resumed frame's stack pointer (16-byte aligned), like an after step; the
+ * resumed context's callee-saved registers are popped afterwards, so rbx
+ * may carry arg across the call. */
+swarm_arch_resume_publish:
+        .cfi_startproc
+        movq    %rdi, %rsp
+        movl    $1, %eax
+        lock xaddq %rax, (%rdx)
+        testq   %rcx, %rax
+        jnz     1f
+        jmp     swarm_arch_resume_plain
+1:
+        movq    %rsi, %rbx
+        movq    %rsi, %rdi
+        movq    %rax, %rsi
+        call    *%r8
+        movq    %rsp, %rdi
+        movq    %rbx, %rsi
+        jmp     swarm_arch_resume_plain
+        .cfi_endproc
+        .size   swarm_arch_resume_publish, .-swarm_arch_resume_publish
 
         .globl  swarm_arch_start
         .hidden swarm_arch_start

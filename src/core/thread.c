@@ -188,12 +188,25 @@ static struct swarm_thread *desc_take_global(uint32_t want, uint32_t *got) {
   return list;
 }
 
+/* A free descriptor leaving a worker's cache gives back the stack it kept
+ * (spawn.c) to the pool: the global list holds no stacks. */
+static void desc_drop_stack(struct swarm_thread *t) {
+  if (t->stack.size) {
+    stack_release(NULL, t->stack);
+    t->stack.lo = NULL;
+    t->stack.size = 0;
+  }
+}
+
 static void desc_give_global(struct swarm_thread *list, uint32_t n) {
   if (!list)
     return;
   struct swarm_thread *last = list;
-  while (last->next)
+  desc_drop_stack(last);
+  while (last->next) {
     last = last->next;
+    desc_drop_stack(last);
+  }
   spin_lock(&desc_table.lock);
   last->next = desc_table.free;
   desc_table.free = list;
@@ -243,6 +256,7 @@ void desc_cache_flush(struct worker *w) {
 _Atomic uint64_t swarm_desc_retired;
 
 void desc_retire_last_generation(struct swarm_thread *t) {
+  desc_drop_stack(t);
   /* release: whoever reads 0 sees the slot's last use finished. The slot
    * is abandoned (16 MiB of handle space holds 2^24 of them; at one retired
    * slot per 2^31 spawns the region never runs out). */

@@ -573,6 +573,9 @@ static void set_steps(const struct trace_steps *s) {
     w->after_spawn = s->after_spawn;
     w->after_exit = s->after_exit;
     w->exit_cache_size = s->after_exit ? 0 : swarm_rt.default_stack;
+    /* A traced exit records its switch in an after step, so it takes the
+     * way that releases its stack (spawn.c). */
+    w->stack_keep_room = s->after_exit ? 0 : STACK_KEEP_MAX;
     w->after_park = s->after_park;
   }
 }
