@@ -221,6 +221,15 @@ user_thread_exit_release(struct worker *w, struct swarm_thread *t,
   exit_switch(w, dead);
 }
 
+/* user_thread_exit past the room for kept stacks: gives back the one it
+ * took. */
+static __attribute__((noinline)) void
+user_thread_exit_unkept(struct worker *w, struct swarm_thread *t,
+                        void *result) {
+  w->stack_keep_room++;
+  user_thread_exit_release(w, t, result);
+}
+
 /* user_thread_exit for a thread with exit work (the hook may block). */
 static __attribute__((noinline)) void
 user_thread_exit_slow(struct swarm_thread *t, void *result) {
@@ -291,8 +300,7 @@ static __attribute__((noinline)) void user_thread_exit(void *result) {
     return;
   }
   if (unlikely(--w->stack_keep_room < 0)) {
-    w->stack_keep_room++;
-    user_thread_exit_release(w, t, result);
+    user_thread_exit_unkept(w, t, result);
     return;
   }
   t->result = result;
