@@ -530,7 +530,8 @@ static inline struct swarm_thread *desc_alloc(struct worker *w) {
  * A free descriptor in a worker's cache may carry the stack its last
  * thread exited on (spawn.c: kept stacks); one in the global list never
  * does (desc_give_global returns them), and desc_release drops the stack
- * of a MAIN or EXTERNAL one, which is not swarm's. */
+ * of a MAIN or EXTERNAL one, which is not swarm's. Its slots are NULL
+ * (user_thread_exit_slow, desc_release), so spawn need not clear them. */
 
 /* Puts t, already retired (a new generation, no flags), into w's cache
  * (w may be NULL). */
@@ -564,6 +565,8 @@ static inline void desc_release(struct worker *w, struct swarm_thread *t) {
   if (unlikely(t->kind != THREAD_USER)) { /* its stack is not ours */
     t->stack.lo = NULL;
     t->stack.size = 0;
+    for (int i = 0; i < SWARM_THREAD_SLOTS; i++) /* as a USER exit does */
+      __atomic_store_n(&t->slots[i], NULL, __ATOMIC_RELAXED);
   }
   t->kind = THREAD_USER;
   t->pinned_worker = -1;

@@ -234,6 +234,10 @@ user_thread_exit_unkept(struct worker *w, struct swarm_thread *t,
 static __attribute__((noinline)) void
 user_thread_exit_slow(struct swarm_thread *t, void *result) {
   thread_exit_work(t);
+  /* Free descriptors have NULL slots (thread_init); only t itself sets
+   * its slots, and it runs no more code of the upper layers. */
+  for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
+    __atomic_store_n(&t->slots[i], NULL, __ATOMIC_RELAXED);
   struct worker *w = worker_current(); /* the hook may have moved us */
   user_thread_exit_release(w, t, result);
 }
@@ -351,10 +355,10 @@ static void thread_init(struct swarm_thread *t, void *(*fn)(void *),
    * join's park, a list insertion), so they are not cleared here; kind and
    * pinned_worker are already USER and -1 in a free descriptor (core.h).
    * arg is read only by thread_entry, so only spawns that start there set
-   * it; fn stays for the overflow report (fault.c). */
+   * it; fn stays for the overflow report (fault.c). The slots are already
+   * NULL too: a thread that set one clears them after its exit work
+   * (user_thread_exit_slow). */
   t->fn = fn;
-  for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
-    t->slots[i] = NULL;
   if (detached)
     atomic_fetch_or_explicit(&t->control, CTL_DETACHED, memory_order_relaxed);
 }
@@ -532,17 +536,18 @@ int swarm_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
     return spawn_general(out, attr, fn, arg);
   size_t size = swarm_rt.default_stack;
   if (likely(t->stack.size == size)) {
+    w->descs.count--;
     w->stack_keep_room++;
   } else {
     char *lo = w->stacks.head;
     if (unlikely(t->stack.size || !lo))
       return spawn_general(out, attr, fn, arg);
+    w->descs.count--;
     w->stacks.head = *stack_link(lo, size);
     w->stacks.count--;
     t->stack.lo = lo;
     t->stack.size = size;
   }
   w->descs.head = t->next;
-  w->descs.count--;
   return spawn_run(w, t, out, false, fn, arg);
 }
