@@ -73,16 +73,38 @@ swarm_arch_restore_internal:
         jmp     2f
 
 /* _Noreturn void swarm_arch_resume_plain(void *new_sp (rdi), void *arg (rsi))
- * swarm_arch_resume(new_sp, NULL, arg): the exit's fast path, so it falls
- * through into the restore below and swarm_arch_switch's path takes the
- * jump. Nothing is saved; the FP control in force is stored just below the
- * resumed frame (free space of a suspended stack) and compared there, field
- * by field. */
+ * swarm_arch_resume(new_sp, NULL, arg), for exits that released their
+ * stack themselves; it shares the restore below with
+ * swarm_arch_resume_publish (swarm_arch_switch's path takes a jump into
+ * it). Nothing is saved; the FP control in force is stored just below the
+ * resumed frame (free space of a suspended stack) and compared there,
+ * field by field. */
         .globl  swarm_arch_resume_plain
         .hidden swarm_arch_resume_plain
 swarm_arch_resume_plain:
         movq    %rdi, %rsp
         movq    %rsi, %rax
+        jmp     5f
+
+/* _Noreturn void swarm_arch_resume_publish(void *new_sp (rdi), void *arg (rsi),
+ *         _Atomic uint64_t *word (rdx), uint64_t mask (rcx),
+ *         void (*notify)(void *arg, uint64_t old, _Atomic uint64_t *word) (r8))
+ * The exit's fast path, so it falls through into the restore: off the old
+ * stack first, then the locked add (a full barrier on x86-64), then
+ * swarm_arch_resume_plain's check and restore. notify runs at the resumed
+ * frame's stack pointer (16-byte aligned), like an after step; the resumed
+ * context's callee-saved registers are popped afterwards, so rbx may carry
+ * arg across the call. */
+        .globl  swarm_arch_resume_publish
+        .hidden swarm_arch_resume_publish
+swarm_arch_resume_publish:
+        movq    %rdi, %rsp
+        movl    $1, %eax
+        lock xaddq %rax, (%rdx)
+        testq   %rcx, %rax
+        jnz     4f
+        movq    %rsi, %rax
+5:
         stmxcsr -8(%rsp)
         movl    -8(%rsp), %ecx
         xorl    (%rsp), %ecx
@@ -105,6 +127,13 @@ swarm_arch_resume_plain:
         ldmxcsr (%rsp)
         fldcw   4(%rsp)
         jmp     2b
+4:                                  /* publish: a joiner or a detach */
+        movq    %rsi, %rbx
+        movq    %rsi, %rdi
+        movq    %rax, %rsi
+        call    *%r8
+        movq    %rbx, %rax
+        jmp     5b
         .cfi_endproc
         .size   swarm_arch_switch, .-swarm_arch_switch
 
@@ -136,37 +165,6 @@ swarm_arch_resume:
         jmp     swarm_arch_restore_internal
         .cfi_endproc
         .size   swarm_arch_resume, .-swarm_arch_resume
-
-        .globl  swarm_arch_resume_publish
-        .hidden swarm_arch_resume_publish
-        .type   swarm_arch_resume_publish, @function
-        .p2align 4
-/* _Noreturn void swarm_arch_resume_publish(void *new_sp (rdi), void *arg (rsi),
- *         _Atomic uint64_t *word (rdx), uint64_t mask (rcx),
- *         void (*notify)(void *arg, uint64_t old, _Atomic uint64_t *word) (r8))
- * The exit's fast path: off the old stack first, then the locked add (a
- * full barrier on x86-64), then swarm_arch_resume_plain. notify runs at the
- * resumed frame's stack pointer (16-byte aligned), like an after step; the
- * resumed context's callee-saved registers are popped afterwards, so rbx
- * may carry arg across the call. */
-swarm_arch_resume_publish:
-        .cfi_startproc
-        movq    %rdi, %rsp
-        movl    $1, %eax
-        lock xaddq %rax, (%rdx)
-        testq   %rcx, %rax
-        jnz     1f
-        jmp     swarm_arch_resume_plain
-1:
-        movq    %rsi, %rbx
-        movq    %rsi, %rdi
-        movq    %rax, %rsi
-        call    *%r8
-        movq    %rsp, %rdi
-        movq    %rbx, %rsi
-        jmp     swarm_arch_resume_plain
-        .cfi_endproc
-        .size   swarm_arch_resume_publish, .-swarm_arch_resume_publish
 
         .globl  swarm_arch_start
         .hidden swarm_arch_start
