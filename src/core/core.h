@@ -207,6 +207,11 @@ struct worker {
    * STACK_KEEP_MAX, so the kept stacks, all workers together, are at most
    * nslots * STACK_KEEP_MAX. */
   int32_t stack_keep_room;
+  /* The size of a kept stack swarm_spawn takes on its fast path: the
+   * default size, or SIZE_MAX (no stack has it) when spawn has an after
+   * step (traced; the portable back end), so that path need not test for
+   * one. */
+  size_t spawn_keep_size;
   void *(*after_park)(void *); /* run the park commit */
   struct trace_buf *trace;     /* NULL when tracing is off */
   struct worker_stats stats;

@@ -447,7 +447,7 @@ static inline void *(*push_parent_early(struct worker *w,
  * child's first transfer value is w (thread_entry). */
 static inline __attribute__((always_inline)) int
 spawn_run(struct worker *w, struct swarm_thread *t, swarm_thread_t *out,
-          bool detached, void *(*fn)(void *), void *arg) {
+          bool detached, void *(*fn)(void *), void *arg, bool may_trace) {
   thread_init(t, fn, detached);
   if (out)
     *out = desc_handle_free(t);
@@ -457,7 +457,7 @@ spawn_run(struct worker *w, struct swarm_thread *t, swarm_thread_t *out,
    * the switch saves and restores), not in the descriptor: one reload
    * fewer. The child starts with 0. */
   int saved_errno = os_errno_take();
-  void *(*after)(void *) = w->after_spawn;
+  void *(*after)(void *) = may_trace ? w->after_spawn : NULL;
   if (likely(!after))
     after = push_parent_early(w, parent);
   w->current = t; /* its first run is counted by stat_spawned_pub */
@@ -522,7 +522,7 @@ static __attribute__((noinline)) int spawn_general(swarm_thread_t *out,
     desc_release(w, t);
     return EAGAIN;
   }
-  return spawn_run(w, t, out, detached, fn, arg);
+  return spawn_run(w, t, out, detached, fn, arg, true);
 }
 
 int swarm_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
@@ -534,20 +534,23 @@ int swarm_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
    * one; refills and the rest happen in spawn_general. */
   if (unlikely(attr || !fn || !out || !w || !(t = w->descs.head)))
     return spawn_general(out, attr, fn, arg);
-  size_t size = swarm_rt.default_stack;
-  if (likely(t->stack.size == size)) {
+  if (likely(t->stack.size == w->spawn_keep_size)) {
+    /* A kept stack on an untraced worker (spawn_keep_size): no after
+     * step to test for. */
     w->descs.count--;
     w->stack_keep_room++;
-  } else {
-    char *lo = w->stacks.head;
-    if (unlikely(t->stack.size || !lo))
-      return spawn_general(out, attr, fn, arg);
-    w->descs.count--;
-    w->stacks.head = *stack_link(lo, size);
-    w->stacks.count--;
-    t->stack.lo = lo;
-    t->stack.size = size;
+    w->descs.head = t->next;
+    return spawn_run(w, t, out, false, fn, arg, false);
   }
+  size_t size = swarm_rt.default_stack;
+  char *lo = w->stacks.head;
+  if (unlikely(t->stack.size || !lo))
+    return spawn_general(out, attr, fn, arg);
+  w->descs.count--;
+  w->stacks.head = *stack_link(lo, size);
+  w->stacks.count--;
+  t->stack.lo = lo;
+  t->stack.size = size;
   w->descs.head = t->next;
-  return spawn_run(w, t, out, false, fn, arg);
+  return spawn_run(w, t, out, false, fn, arg, true);
 }

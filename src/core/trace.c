@@ -576,6 +576,9 @@ static void set_steps(const struct trace_steps *s) {
     /* A traced exit records its switch in an after step, so it takes the
      * way that releases its stack (spawn.c). */
     w->stack_keep_room = s->after_exit ? 0 : STACK_KEEP_MAX;
+    /* SIZE_MAX: swarm_spawn's kept-stack path, which skips after_spawn,
+     * is for workers whose spawn has no after step (trace.h). */
+    w->spawn_keep_size = s->after_spawn ? SIZE_MAX : swarm_rt.default_stack;
     w->after_park = s->after_park;
   }
 }
