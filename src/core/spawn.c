@@ -208,7 +208,8 @@ static inline struct stack_ref thread_stack_take(struct swarm_thread *t) {
 }
 
 /* An exit that releases its stack (into the cache, or in the after step):
- * a traced worker's, or one that may keep no more (stack_keep_room). */
+ * a traced worker's, or one that may keep no more (stack_keep_room: its
+ * bound, or a memory limit's share, limits_stack_keep_max). */
 static __attribute__((noinline)) void
 user_thread_exit_release(struct worker *w, struct swarm_thread *t,
                          void *result) {
@@ -227,18 +228,6 @@ static __attribute__((noinline)) void
 user_thread_exit_unkept(struct worker *w, struct swarm_thread *t,
                         void *result) {
   w->stack_keep_room++;
-  user_thread_exit_release(w, t, result);
-}
-
-/* user_thread_exit for a thread with exit work (the hook may block). */
-static __attribute__((noinline)) void
-user_thread_exit_slow(struct swarm_thread *t, void *result) {
-  thread_exit_work(t);
-  /* Free descriptors have NULL slots (thread_init); only t itself sets
-   * its slots, and it runs no more code of the upper layers. */
-  for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
-    __atomic_store_n(&t->slots[i], NULL, __ATOMIC_RELAXED);
-  struct worker *w = worker_current(); /* the hook may have moved us */
   user_thread_exit_release(w, t, result);
 }
 
@@ -290,6 +279,38 @@ static __attribute__((noinline)) void exit_keep_slow(struct worker *w,
   resume_publish(w, next, t);
 }
 
+/* The kept-stack exit: the result stored, the next thread taken, EXITED
+ * published from its stack (resume_publish). */
+static inline __attribute__((always_inline)) void
+exit_keep(struct worker *w, struct swarm_thread *t, void *result) {
+  t->result = result;
+  counter_inc(&w->stat_exited_pub);
+  int64_t b, top;
+  struct swarm_thread *next = deque_take_begin(&w->deque, &b, &top);
+  if (unlikely(!next)) {
+    exit_keep_slow(w, t, b, top);
+    return;
+  }
+  resume_publish(w, next, t);
+}
+
+/* user_thread_exit for a thread with exit work (the hook may block): then
+ * as a thread without. */
+static __attribute__((noinline)) void
+user_thread_exit_slow(struct swarm_thread *t, void *result) {
+  thread_exit_work(t);
+  /* Free descriptors have NULL slots (thread_init); only t itself sets
+   * its slots, and it runs no more code of the upper layers. */
+  for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
+    __atomic_store_n(&t->slots[i], NULL, __ATOMIC_RELAXED);
+  struct worker *w = worker_current(); /* the hook may have moved us */
+  if (unlikely(--w->stack_keep_room < 0)) {
+    user_thread_exit_unkept(w, t, result);
+    return;
+  }
+  exit_keep(w, t, result);
+}
+
 /* The end of every thread made by swarm_spawn (swarm_arch_spawn calls it
  * with fn's result; thread_entry, swarm_exit). Never returns (see
  * resume_plain_tail for why it is not declared so). The common case keeps
@@ -307,15 +328,7 @@ static __attribute__((noinline)) void user_thread_exit(void *result) {
     user_thread_exit_unkept(w, t, result);
     return;
   }
-  t->result = result;
-  counter_inc(&w->stat_exited_pub);
-  int64_t b, top;
-  struct swarm_thread *next = deque_take_begin(&w->deque, &b, &top);
-  if (unlikely(!next)) {
-    exit_keep_slow(w, t, b, top);
-    return;
-  }
-  resume_publish(w, next, t);
+  exit_keep(w, t, result);
 }
 
 /* The main flow ends (swarm_exit from main): its kernel thread's stack is
