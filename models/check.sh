@@ -59,5 +59,10 @@ run early_push.pml fail -DPUBLISH_EARLY
 run early_push.pml fail -DNO_RELEASE
 run early_push.pml fail -DWRITE_AFTER
 
+# The exit that keeps its stack publishes EXITED only once off it, so the
+# joiner may reuse the stack at once (spawn.c: resume_publish).
+run kept_stack.pml pass
+run kept_stack.pml fail -DPUBLISH_ON_S
+
 [ $fail = 0 ] && echo "check-models: all models behave as expected"
 exit $fail

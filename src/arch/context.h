@@ -1,11 +1,11 @@
 /*
  * arch/context.h — the machine-dependent context switch, the whole interface
  * between the portable scheduler (core) and the CPU (PPL's "VP layer").
- * Six functions, declared at the end. A port to a new CPU implements two of
+ * Seven functions, declared at the end. A port to a new CPU implements two of
  * them, swarm_arch_switch and swarm_arch_prepare, and nothing else in core
- * changes: start_generic.c builds the other four from those two. A back end
- * may implement any of the four directly to make a hot path shorter
- * (x86_64.S implements all six; aarch64.S and portable.c, ucontext, the
+ * changes: start_generic.c builds the other five from those two. A back end
+ * may implement any of the five directly to make a hot path shorter
+ * (x86_64.S implements all seven; aarch64.S and portable.c, ucontext, the
  * two). The back end is chosen by CMake (-DSWARM_CONTEXT=asm|portable).
  *
  * Contract ("switch, then call", MassiveThreads / Go's gopark):
@@ -78,9 +78,26 @@
  *   it as a switch with a scratch save slot.
  *
  *   _Noreturn void swarm_arch_resume_plain(void *new_sp, void *arg);
+_Noreturn void swarm_arch_resume_publish(
+    void *new_sp, void *arg, _Atomic uint64_t *word, uint64_t mask,
+    void (*notify)(void *arg, uint64_t old, _Atomic uint64_t *word));
  *
  *   swarm_arch_resume(new_sp, NULL, arg), without testing for an after
- *   step (the exit's fast path).
+ *   step.
+ *
+ *   _Noreturn void swarm_arch_resume_publish(void *new_sp, void *arg,
+ *                          _Atomic uint64_t *word, uint64_t mask,
+ *                          void (*notify)(void *arg, uint64_t old,
+ *                                         _Atomic uint64_t *word));
+ *
+ *   swarm_arch_resume_plain(new_sp, arg) for a context whose last act is to
+ *   say it is done (the exit's fast path): once on the new stack, and only
+ *   then, it adds 1 to *word (a fetch_add, acquire-release); if the value
+ *   before, old, has a bit of mask set it calls notify(arg, old, word)
+ *   there, on the new stack, before resuming. So whoever sees the add may
+ *   reuse the old stack at once (core keeps an exited thread's stack with
+ *   its descriptor until the join). start_generic.c builds it from
+ *   swarm_arch_resume with an after step.
  *
  * All are called with the stack 16-byte aligned as the ABI says;
  * stack_top must be 16-byte aligned.
@@ -98,6 +115,8 @@
 #ifndef SWARM_ARCH_CONTEXT_H
 #define SWARM_ARCH_CONTEXT_H
 
+#include <stdint.h>
+
 void *swarm_arch_switch(void **save_sp, void *new_sp, void *(*after)(void *),
                         void *arg);
 void *swarm_arch_prepare(void *stack_top, void (*entry)(void *));
@@ -106,6 +125,9 @@ void *swarm_arch_start(void **save_sp, void *stack_top, void (*entry)(void *),
 _Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),
                                  void *arg);
 _Noreturn void swarm_arch_resume_plain(void *new_sp, void *arg);
+_Noreturn void swarm_arch_resume_publish(
+    void *new_sp, void *arg, _Atomic uint64_t *word, uint64_t mask,
+    void (*notify)(void *arg, uint64_t old, _Atomic uint64_t *word));
 void *swarm_arch_spawn(void **save_sp, void *stack_top, void *(*fn)(void *),
                        void *arg, void (*finish)(void *));
 

@@ -1,10 +1,12 @@
 /*
  * arch/start_generic.c — swarm_arch_start, swarm_arch_spawn,
- * swarm_arch_resume and swarm_arch_resume_plain for back ends that implement
+ * swarm_arch_resume, swarm_arch_resume_plain and swarm_arch_resume_publish
+ * for back ends that implement
  * only swarm_arch_prepare and swarm_arch_switch (aarch64.S, portable.c):
  * prepare the fresh frame, then switch to it; switch with a save slot nobody
  * reads. x86_64.S has direct versions.
  */
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "arch/context.h"
@@ -48,4 +50,29 @@ _Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),
   void *scratch;
   swarm_arch_switch(&scratch, new_sp, after, arg);
   __builtin_unreachable();
+}
+
+/* swarm_arch_resume_publish's request, in the old context's frame: the
+ * after step reads it before the add, which is what lets the old stack be
+ * reused. */
+struct publish_request {
+  void *arg;
+  _Atomic uint64_t *word;
+  uint64_t mask;
+  void (*notify)(void *arg, uint64_t old, _Atomic uint64_t *word);
+};
+
+static void *publish_after(void *p) {
+  struct publish_request r = *(struct publish_request *)p;
+  uint64_t old = atomic_fetch_add_explicit(r.word, 1, memory_order_acq_rel);
+  if (old & r.mask)
+    r.notify(r.arg, old, r.word);
+  return r.arg;
+}
+
+_Noreturn void swarm_arch_resume_publish(
+    void *new_sp, void *arg, _Atomic uint64_t *word, uint64_t mask,
+    void (*notify)(void *arg, uint64_t old, _Atomic uint64_t *word)) {
+  struct publish_request r = {arg, word, mask, notify};
+  swarm_arch_resume(new_sp, publish_after, &r);
 }

@@ -1,6 +1,6 @@
 /*
  * arch/x86_64.S — context switch for x86-64 (System V ABI). Implements the
- * contract in arch/context.h: save callee-saved registers (rbp, rbx, r12-r15)
+ * contract in arch/context.h (all seven functions): save callee-saved registers (rbp, rbx, r12-r15)
  * and the FP control state (MXCSR control bits, x87 control word), switch
  * stacks, call `after(arg)` on the new stack, restore, return.
  *
@@ -73,16 +73,38 @@ swarm_arch_restore_internal:
         jmp     2f
 
 /* _Noreturn void swarm_arch_resume_plain(void *new_sp (rdi), void *arg (rsi))
- * swarm_arch_resume(new_sp, NULL, arg): the exit's fast path, so it falls
- * through into the restore below and swarm_arch_switch's path takes the
- * jump. Nothing is saved; the FP control in force is stored just below the
- * resumed frame (free space of a suspended stack) and compared there, field
- * by field. */
+ * swarm_arch_resume(new_sp, NULL, arg), for exits that released their
+ * stack themselves; it shares the restore below with
+ * swarm_arch_resume_publish (swarm_arch_switch's path takes a jump into
+ * it). Nothing is saved; the FP control in force is stored just below the
+ * resumed frame (free space of a suspended stack) and compared there,
+ * field by field. */
         .globl  swarm_arch_resume_plain
         .hidden swarm_arch_resume_plain
 swarm_arch_resume_plain:
         movq    %rdi, %rsp
         movq    %rsi, %rax
+        jmp     5f
+
+/* _Noreturn void swarm_arch_resume_publish(void *new_sp (rdi), void *arg (rsi),
+ *         _Atomic uint64_t *word (rdx), uint64_t mask (rcx),
+ *         void (*notify)(void *arg, uint64_t old, _Atomic uint64_t *word) (r8))
+ * The exit's fast path, so it falls through into the restore: off the old
+ * stack first, then the locked add (a full barrier on x86-64), then
+ * swarm_arch_resume_plain's check and restore. notify runs at the resumed
+ * frame's stack pointer (16-byte aligned), like an after step; the resumed
+ * context's callee-saved registers are popped afterwards, so rbx may carry
+ * arg across the call. */
+        .globl  swarm_arch_resume_publish
+        .hidden swarm_arch_resume_publish
+swarm_arch_resume_publish:
+        movq    %rdi, %rsp
+        movl    $1, %eax
+        lock xaddq %rax, (%rdx)
+        testq   %rcx, %rax
+        jnz     4f
+        movq    %rsi, %rax
+5:
         stmxcsr -8(%rsp)
         movl    -8(%rsp), %ecx
         xorl    (%rsp), %ecx
@@ -105,6 +127,13 @@ swarm_arch_resume_plain:
         ldmxcsr (%rsp)
         fldcw   4(%rsp)
         jmp     2b
+4:                                  /* publish: a joiner or a detach */
+        movq    %rsi, %rbx
+        movq    %rsi, %rdi
+        movq    %rax, %rsi
+        call    *%r8
+        movq    %rbx, %rax
+        jmp     5b
         .cfi_endproc
         .size   swarm_arch_switch, .-swarm_arch_switch
 

@@ -105,7 +105,8 @@ struct swarm_thread {
   void *result;
   _Atomic uint64_t control;    /* generation | CTL_* flags */
   struct swarm_thread *joiner; /* valid once CTL_WAITER is set */
-  struct stack_ref stack;      /* THREAD_USER: from the pool */
+  struct stack_ref stack;      /* THREAD_USER: from the pool; kept while
+                                  free (spawn.c), else {NULL, 0} */
   uint32_t index;              /* slot in the handle table (also in control) */
   uint8_t kind;                /* enum thread_kind */
   uint8_t park_reason;         /* enum swarm_park_reason of its last park */
@@ -205,6 +206,18 @@ struct worker {
    * (stack_release_running): the default size when after_exit is NULL,
    * else 0, which no stack has. One compare on the exit path. */
   size_t exit_cache_size;
+  /* How many more exiting threads may leave their stack on their
+   * descriptor (STACK_KEEP_MAX, 0 when traced): an exit that keeps takes
+   * one, a spawn that reuses a kept stack gives one back. Whatever worker
+   * gives back, every worker's count of keeps not given back stays at most
+   * STACK_KEEP_MAX, so the kept stacks, all workers together, are at most
+   * nslots * STACK_KEEP_MAX. */
+  int32_t stack_keep_room;
+  /* The size of a kept stack swarm_spawn takes on its fast path: the
+   * default size, or SIZE_MAX (no stack has it) when spawn has an after
+   * step (traced; the portable back end), so that path need not test for
+   * one. */
+  size_t spawn_keep_size;
   void *(*after_park)(void *); /* run the park commit */
   /* The scheduler loop's step before it switches to a thread: NULL, or
    * tracing's or CPU accounting's (cpuclock.c). One load and a branch,
@@ -504,6 +517,14 @@ static inline void cache_count_inc(uint32_t *count) {
 #define CTL_INDEX_MASK ((DESC_MAX - 1) << CTL_INDEX_SHIFT) /* bits 30..7 */
 #define DESC_CACHE_MAX 256
 #define STACK_CACHE_MAX 64
+/* Exited threads whose stack stays on their descriptor until the join
+ * (spawn.c), per worker. Not in ASan builds, which must unpoison a stack
+ * when its thread ends (stack_release). */
+#ifdef SWARM_ASAN
+#define STACK_KEEP_MAX 0
+#else
+#define STACK_KEEP_MAX 64
+#endif
 
 /* Every descriptor lives in one region with room for DESC_MAX slots, never
  * unmapped, so a handle's slot can be read without touching freed memory.
@@ -547,7 +568,12 @@ static inline struct swarm_thread *desc_alloc(struct worker *w) {
  * them. desc_release resets the two. swarm_join's fast path puts the
  * descriptor straight into the cache, so it must only see USER threads:
  * MAIN and EXTERNAL descriptors carry CTL_SPECIAL, which no handle has, and
- * take join_general (only swarm_finalize pins a thread, and unpins it). */
+ * take join_general (only swarm_finalize pins a thread, and unpins it).
+ * A free descriptor in a worker's cache may carry the stack its last
+ * thread exited on (spawn.c: kept stacks); one in the global list never
+ * does (desc_give_global returns them), and desc_release drops the stack
+ * of a MAIN or EXTERNAL one, which is not swarm's. Its slots are NULL
+ * (user_thread_exit_slow, desc_release), so spawn need not clear them. */
 
 /* Puts t, already retired (a new generation, no flags), into w's cache
  * (w may be NULL). */
@@ -578,6 +604,12 @@ static inline bool desc_next_generation(uint64_t c, uint64_t *next) {
 static inline void desc_release(struct worker *w, struct swarm_thread *t) {
   uint64_t c = atomic_load_explicit(&t->control, memory_order_relaxed);
   uint64_t next;
+  if (unlikely(t->kind != THREAD_USER)) { /* its stack is not ours */
+    t->stack.lo = NULL;
+    t->stack.size = 0;
+    for (int i = 0; i < SWARM_THREAD_SLOTS; i++) /* as a USER exit does */
+      __atomic_store_n(&t->slots[i], NULL, __ATOMIC_RELAXED);
+  }
   t->kind = THREAD_USER;
   t->pinned_worker = -1;
   if (unlikely(!desc_next_generation(c, &next))) {

@@ -289,6 +289,11 @@ uint32_t limits_stack_pool_max(size_t each, uint32_t wanted, uint32_t floor) {
   return (uint32_t)share_of_limit(8, each, wanted, floor);
 }
 
+uint32_t limits_stack_keep_max(size_t each, int workers, uint32_t wanted) {
+  return (uint32_t)share_of_limit(8, (uint64_t)each * (uint64_t)workers, wanted,
+                                  0);
+}
+
 uint32_t limits_trace_records(int nbuffers, size_t record, uint32_t wanted,
                               uint32_t floor) {
   return (uint32_t)share_of_limit(16, (uint64_t)record * (uint64_t)nbuffers,

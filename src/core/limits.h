@@ -53,6 +53,10 @@ size_t limits_desc_first_map(size_t full, size_t initial);
  * memory limit (an idle pool must not eat the program's allowance). At
  * least `floor`. */
 uint32_t limits_stack_pool_max(size_t each, uint32_t wanted, uint32_t floor);
+/* How many stacks of `each` bytes one of `workers` workers may keep on
+ * finished threads' descriptors (spawn.c): `wanted`, or under a memory
+ * limit what 1/8 of it shared among the workers holds (possibly 0). */
+uint32_t limits_stack_keep_max(size_t each, int workers, uint32_t wanted);
 /* Records per trace buffer: `wanted`, or fewer so that `nbuffers` buffers
  * of `record` bytes take at most 1/16 of the smallest limit. At least
  * `floor`. */

@@ -12,23 +12,34 @@
  *
  *  - The fast paths make no call but the switch, so nothing of them lives
  *    in callee-saved registers (but the spawning parent's errno, which the
- *    switch saves with the parent's registers). Spawn: both caches
- *    non-empty, the parent pushed before the switch (push_parent_early,
- *    with a back end that publishes the saved stack pointer last), the
- *    child's function called straight on its fresh stack
- *    (swarm_arch_spawn). Exit: the result
- *    published with one fetch_add, the stack back in the worker's cache
+ *    switch saves with the parent's registers). Spawn: a cached descriptor
+ *    with a stack (the one its last thread kept, or one from the stack
+ *    cache), the parent pushed before the switch (push_parent_early, with
+ *    a back end that publishes the saved stack pointer last), the child's
+ *    function called straight on its fresh stack (swarm_arch_spawn).
+ *
+ *  - Kept stacks. An exiting thread leaves its stack on its descriptor,
+ *    where the next spawn that takes the descriptor from a cache finds it
+ *    (spawn_bind_stack): neither exit nor spawn touches the stack cache.
+ *    Since the joiner may then reuse the stack at once, on any worker, the
+ *    exit publishes EXITED only once off it: swarm_arch_resume_publish
+ *    moves to the next thread's stack, adds EXITED there, and runs the
+ *    joiner's wake-up or the detached release (exit_notify_published) on
+ *    that stack. How many kept stacks wait for a join is bounded per worker
+ *    (worker.stack_keep_room); past it, and on traced or ASan builds, the
+ *    exit gives its stack back itself, as before: into the worker's cache
  *    while still running on it (its frames start below the cache's link),
- *    the parent taken from the deque and resumed without saving anything
- *    (swarm_arch_resume_plain). Everything else — attributes, a caller that
- *    is not a worker, a full deque, a sleeping worker to wake, a joiner to
- *    ready, a detached thread's descriptor, upper layers' exit work,
- *    tracing — is an after step or a noinline tail call.
+ *    or in the after step, and resumes the next thread without saving
+ *    anything (swarm_arch_resume_plain). Everything else — attributes, a
+ *    caller that is not a worker, a full deque, a sleeping worker to wake,
+ *    upper layers' exit work, tracing — is an after step or a noinline
+ *    tail call.
  *
  *  - Join's race with exit is won in thread.c; this side sets EXITED once
  *    (exit_publish) and readies a joiner only when WAITER says one parked.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "core/core.h"
@@ -179,32 +190,133 @@ exit_switch(struct worker *w, struct stack_ref dead) {
 }
 
 /* A published exit with a joiner to wake or a detached descriptor to
- * release. WAITER/DETACHED keep t ours until then (see exit_publish), so
- * its stack can still be read here, before exit_notify lets it go. */
+ * release; `dead` is the stack it took off its descriptor. */
 static __attribute__((noinline)) void
-exit_notify_switch(struct worker *w, struct swarm_thread *t, uint64_t old) {
-  struct stack_ref dead = t->stack;
+exit_notify_switch(struct worker *w, struct swarm_thread *t, uint64_t old,
+                   struct stack_ref dead) {
   exit_notify(w, t, old);
   exit_switch(w, dead);
 }
 
-/* user_thread_exit for a thread with exit work (the hook may block). */
+/* Takes t's stack off its descriptor, before the exit is published: the
+ * exit that releases its stack itself leaves none for the joiner. */
+static inline struct stack_ref thread_stack_take(struct swarm_thread *t) {
+  struct stack_ref s = t->stack;
+  t->stack.lo = NULL;
+  t->stack.size = 0;
+  return s;
+}
+
+/* An exit that releases its stack (into the cache, or in the after step):
+ * a traced worker's, or one that may keep no more (stack_keep_room: its
+ * bound, or a memory limit's share, limits_stack_keep_max). */
 static __attribute__((noinline)) void
-user_thread_exit_slow(struct swarm_thread *t, void *result) {
-  thread_exit_work(t);
-  struct worker *w = worker_current(); /* the hook may have moved us */
-  struct stack_ref dead = t->stack;
+user_thread_exit_release(struct worker *w, struct swarm_thread *t,
+                         void *result) {
+  struct stack_ref dead = thread_stack_take(t);
   uint64_t old = exit_publish(t, result);
-  if (old & (CTL_WAITER | CTL_DETACHED)) {
-    exit_notify_switch(w, t, old);
+  if (unlikely(old & (CTL_WAITER | CTL_DETACHED))) {
+    exit_notify_switch(w, t, old, dead);
     return;
   }
   exit_switch(w, dead);
 }
 
+/* user_thread_exit past the room for kept stacks: gives back the one it
+ * took. */
+static __attribute__((noinline)) void
+user_thread_exit_unkept(struct worker *w, struct swarm_thread *t,
+                        void *result) {
+  w->stack_keep_room++;
+  user_thread_exit_release(w, t, result);
+}
+
+/* ---- the exit that keeps its stack ---- */
+
+/* The kept-stack exit's notify (arch/context.h: swarm_arch_resume_publish):
+ * on the next context's stack, once the add of EXITED found a joiner
+ * parked or the thread detached. */
+static void exit_notify_published(void *arg, uint64_t old,
+                                  _Atomic uint64_t *word) {
+  struct swarm_thread *t =
+      (struct swarm_thread *)((char *)word -
+                              offsetof(struct swarm_thread, control));
+  exit_notify(arg, t, old);
+}
+
+/* swarm_arch_resume_publish, declared so that a call to it in tail position
+ * is a jump (see resume_plain_tail). */
+void swarm_arch_resume_publish_tail(
+    void *new_sp, void *arg, _Atomic uint64_t *word, uint64_t mask,
+    void (*notify)(void *, uint64_t,
+                   _Atomic uint64_t *)) __asm__("swarm_arch_resume_publish")
+    __attribute__((visibility("hidden")));
+
+/* Leaves t, whose result is stored and whose stack stays on its
+ * descriptor, for next (NULL: the scheduler context); EXITED is published
+ * once off t's stack, so a joiner may reuse the stack at once. */
+static inline __attribute__((always_inline)) void
+resume_publish(struct worker *w, struct swarm_thread *next,
+               struct swarm_thread *t) {
+  void *sp = enter_next(w, next);
+#ifdef SWARM_ASAN
+  const void *lo;
+  size_t size;
+  stack_bounds_of(w, next, &lo, &size);
+  __sanitizer_start_switch_fiber(NULL, lo, size); /* this fiber ends */
+#endif
+  swarm_arch_resume_publish_tail(sp, w, &t->control, CTL_WAITER | CTL_DETACHED,
+                                 exit_notify_published);
+}
+
+/* The kept-stack exit when deque_take_begin left the take to finish. */
+static __attribute__((noinline)) void exit_keep_slow(struct worker *w,
+                                                     struct swarm_thread *t,
+                                                     int64_t b, int64_t top) {
+  struct swarm_thread *next = deque_take_end(&w->deque, b, top);
+  if (!next && queue_count(&w->queue) != 0)
+    next = ready_queue_pop(&w->queue, false);
+  resume_publish(w, next, t);
+}
+
+/* The kept-stack exit: the result stored, the next thread taken, EXITED
+ * published from its stack (resume_publish). */
+static inline __attribute__((always_inline)) void
+exit_keep(struct worker *w, struct swarm_thread *t, void *result) {
+  t->result = result;
+  counter_inc(&w->stat_exited_pub);
+  int64_t b, top;
+  struct swarm_thread *next = deque_take_begin(&w->deque, &b, &top);
+  if (unlikely(!next)) {
+    exit_keep_slow(w, t, b, top);
+    return;
+  }
+  resume_publish(w, next, t);
+}
+
+/* user_thread_exit for a thread with exit work (the hook may block): then
+ * as a thread without. */
+static __attribute__((noinline)) void
+user_thread_exit_slow(struct swarm_thread *t, void *result) {
+  thread_exit_work(t);
+  /* Free descriptors have NULL slots (thread_init); only t itself sets
+   * its slots, and it runs no more code of the upper layers. */
+  for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
+    __atomic_store_n(&t->slots[i], NULL, __ATOMIC_RELAXED);
+  struct worker *w = worker_current(); /* the hook may have moved us */
+  if (unlikely(--w->stack_keep_room < 0)) {
+    user_thread_exit_unkept(w, t, result);
+    return;
+  }
+  exit_keep(w, t, result);
+}
+
 /* The end of every thread made by swarm_spawn (swarm_arch_spawn calls it
  * with fn's result; thread_entry, swarm_exit). Never returns (see
- * resume_plain_tail for why it is not declared so). */
+ * resume_plain_tail for why it is not declared so). The common case keeps
+ * the stack on the descriptor for the next spawn that takes it (see
+ * spawn_bind_stack) and touches no cache: it stores the result, takes the
+ * next thread and leaves, publishing EXITED from the next stack. */
 static __attribute__((noinline)) void user_thread_exit(void *result) {
   struct worker *w = worker_current();
   struct swarm_thread *t = w->current;
@@ -212,13 +324,11 @@ static __attribute__((noinline)) void user_thread_exit(void *result) {
     user_thread_exit_slow(t, result);
     return;
   }
-  struct stack_ref dead = t->stack;
-  uint64_t old = exit_publish(t, result);
-  if (unlikely(old & (CTL_WAITER | CTL_DETACHED))) {
-    exit_notify_switch(w, t, old);
+  if (unlikely(--w->stack_keep_room < 0)) {
+    user_thread_exit_unkept(w, t, result);
     return;
   }
-  exit_switch(w, dead);
+  exit_keep(w, t, result);
 }
 
 /* The main flow ends (swarm_exit from main): its kernel thread's stack is
@@ -230,7 +340,7 @@ _Noreturn static void main_thread_finish(struct swarm_thread *t, void *result) {
   atomic_store_explicit(&swarm_rt.main_exited, true, memory_order_release);
   uint64_t old = exit_publish(t, result);
   if (old & (CTL_WAITER | CTL_DETACHED))
-    exit_notify(w, t, old);
+    exit_notify(w, t, old); /* desc_release drops MAIN's stack */
   resume_next(w, local_next(w), swarm_rt.after_main_exit);
 }
 
@@ -258,12 +368,38 @@ static void thread_init(struct swarm_thread *t, void *(*fn)(void *),
    * join's park, a list insertion), so they are not cleared here; kind and
    * pinned_worker are already USER and -1 in a free descriptor (core.h).
    * arg is read only by thread_entry, so only spawns that start there set
-   * it; fn stays for the overflow report (fault.c). */
+   * it; fn stays for the overflow report (fault.c). The slots are already
+   * NULL too: a thread that set one clears them after its exit work
+   * (user_thread_exit_slow). */
   t->fn = fn;
-  for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
-    t->slots[i] = NULL;
   if (detached)
     atomic_fetch_or_explicit(&t->control, CTL_DETACHED, memory_order_relaxed);
+}
+
+/* Gives t a stack of `size` (w may be NULL): the one its last thread left
+ * on it (user_thread_exit), which gives back one of the room for kept
+ * stacks, or a stack from the cache; one of another size is released. 0 or
+ * EAGAIN. */
+static inline int spawn_bind_stack(struct worker *w, struct swarm_thread *t,
+                                   size_t size) {
+  if (likely(t->stack.size == size)) {
+    if (w)
+      w->stack_keep_room++;
+    return 0;
+  }
+  if (t->stack.size) {
+    stack_release(w, t->stack);
+    if (w)
+      w->stack_keep_room++;
+  }
+  t->stack.lo = NULL;
+  t->stack.size = 0;
+  if (stack_alloc(w, size, &t->stack) != 0) {
+    t->stack.lo = NULL;
+    t->stack.size = 0;
+    return EAGAIN;
+  }
+  return 0;
 }
 
 /* Spawn from a kernel thread that is not a worker: hand the new thread to a
@@ -273,7 +409,7 @@ static int spawn_external(swarm_thread_t *out, size_t size, bool detached,
   struct swarm_thread *t = desc_alloc(NULL);
   if (!t)
     return EAGAIN;
-  if (stack_alloc(NULL, size, &t->stack) != 0) {
+  if (spawn_bind_stack(NULL, t, size) != 0) {
     desc_release(NULL, t);
     return EAGAIN;
   }
@@ -318,19 +454,13 @@ static inline void *(*push_parent_early(struct worker *w,
   return NULL;
 }
 
-/* Work-first spawn on worker w: run the child now; the parent is pushed on
- * the deque before the switch (push_parent_early) or by the after step once
- * it is fully saved. The child's first transfer value is w (thread_entry). */
+/* Work-first spawn on worker w of t, which has its stack: run the child
+ * now; the parent is pushed on the deque before the switch
+ * (push_parent_early) or by the after step once it is fully saved. The
+ * child's first transfer value is w (thread_entry). */
 static inline __attribute__((always_inline)) int
-spawn_here(struct worker *w, swarm_thread_t *out, size_t size, bool detached,
-           void *(*fn)(void *), void *arg) {
-  struct swarm_thread *t = desc_alloc(w);
-  if (unlikely(!t))
-    return EAGAIN;
-  if (unlikely(stack_alloc(w, size, &t->stack) != 0)) {
-    desc_release(w, t);
-    return EAGAIN;
-  }
+spawn_run(struct worker *w, struct swarm_thread *t, swarm_thread_t *out,
+          bool detached, void *(*fn)(void *), void *arg, bool may_trace) {
   thread_init(t, fn, detached);
   if (out)
     *out = desc_handle_free(t);
@@ -340,7 +470,7 @@ spawn_here(struct worker *w, swarm_thread_t *out, size_t size, bool detached,
    * the switch saves and restores), not in the descriptor: one reload
    * fewer. The child starts with 0. */
   int saved_errno = os_errno_take();
-  void *(*after)(void *) = w->after_spawn;
+  void *(*after)(void *) = may_trace ? w->after_spawn : NULL;
   if (likely(!after))
     after = push_parent_early(w, parent);
   w->current = t; /* its first run is counted by stat_spawned_pub */
@@ -398,15 +528,42 @@ static __attribute__((noinline)) int spawn_general(swarm_thread_t *out,
     size = (size + os_page_size() - 1) & ~(os_page_size() - 1);
   if (!w)
     return spawn_external(out, size, detached, fn, arg);
-  return spawn_here(w, out, size, detached, fn, arg);
+  struct swarm_thread *t = desc_alloc(w);
+  if (unlikely(!t))
+    return EAGAIN;
+  if (unlikely(spawn_bind_stack(w, t, size) != 0)) {
+    desc_release(w, t);
+    return EAGAIN;
+  }
+  return spawn_run(w, t, out, detached, fn, arg, true);
 }
 
 int swarm_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
                 void *(*fn)(void *), void *arg) {
   struct worker *w = worker_current();
-  /* The fast path needs both caches non-empty, so that it makes no call
-   * before the switch; refills happen in spawn_general. */
-  if (unlikely(attr || !fn || !out || !w || !w->descs.head || !w->stacks.head))
+  struct swarm_thread *t;
+  /* The fast path makes no call before the switch: a cached descriptor,
+   * with the stack its last thread kept (spawn_bind_stack) or a cached
+   * one; refills and the rest happen in spawn_general. */
+  if (unlikely(attr || !fn || !out || !w || !(t = w->descs.head)))
     return spawn_general(out, attr, fn, arg);
-  return spawn_here(w, out, swarm_rt.default_stack, false, fn, arg);
+  if (likely(t->stack.size == w->spawn_keep_size)) {
+    /* A kept stack on an untraced worker (spawn_keep_size): no after
+     * step to test for. */
+    w->descs.count--;
+    w->stack_keep_room++;
+    w->descs.head = t->next;
+    return spawn_run(w, t, out, false, fn, arg, false);
+  }
+  size_t size = swarm_rt.default_stack;
+  char *lo = w->stacks.head;
+  if (unlikely(t->stack.size || !lo))
+    return spawn_general(out, attr, fn, arg);
+  w->descs.count--;
+  w->stacks.head = *stack_link(lo, size);
+  w->stacks.count--;
+  t->stack.lo = lo;
+  t->stack.size = size;
+  w->descs.head = t->next;
+  return spawn_run(w, t, out, false, fn, arg, true);
 }

@@ -5,9 +5,11 @@
  * paper measured, so a stack is reused while its pages are still mapped:
  *  - each worker keeps a LIFO cache of free default-size stacks (owner-only,
  *    no atomics; the most recently used, cache-hot stack comes back first);
- *  - a stack returns to the cache when its thread exits, not when the thread
- *    is joined (the exiting context frees it in the "after" step of its last
- *    switch, once nothing runs on it);
+ *  - an exiting thread leaves its stack on its descriptor for the next spawn
+ *    that takes that descriptor (spawn.c: kept stacks, a bounded number per
+ *    worker); past the bound, a stack returns to the cache when its thread
+ *    exits, not when the thread is joined (the exiting context frees it in
+ *    the "after" step of its last switch, once nothing runs on it);
  *  - a cache above STACK_CACHE_MAX spills half to a global pool; an empty
  *    cache refills a batch from the pool, or maps a batch of STACK_BATCH
  *    stacks with one mmap;

@@ -188,12 +188,27 @@ static struct swarm_thread *desc_take_global(uint32_t want, uint32_t *got) {
   return list;
 }
 
-static void desc_give_global(struct swarm_thread *list, uint32_t n) {
+/* A free descriptor leaving a worker's cache gives back the stack it kept
+ * (spawn.c), to w's stack cache or (w NULL) the pool: the global list
+ * holds no stacks. */
+static void desc_drop_stack(struct worker *w, struct swarm_thread *t) {
+  if (t->stack.size) {
+    stack_release(w, t->stack);
+    t->stack.lo = NULL;
+    t->stack.size = 0;
+  }
+}
+
+static void desc_give_global(struct worker *w, struct swarm_thread *list,
+                             uint32_t n) {
   if (!list)
     return;
   struct swarm_thread *last = list;
-  while (last->next)
+  desc_drop_stack(w, last);
+  while (last->next) {
     last = last->next;
+    desc_drop_stack(w, last);
+  }
   spin_lock(&desc_table.lock);
   last->next = desc_table.free;
   desc_table.free = list;
@@ -217,7 +232,7 @@ struct swarm_thread *desc_alloc_slow(struct worker *w) {
 void desc_release_slow(struct worker *w, struct swarm_thread *t) {
   if (!w) {
     t->next = NULL;
-    desc_give_global(t, 1);
+    desc_give_global(NULL, t, 1);
     return;
   }
   /* Cache full: keep t, spill the older half to the global list so other
@@ -231,11 +246,12 @@ void desc_release_slow(struct worker *w, struct swarm_thread *t) {
   keep->next = NULL;
   uint32_t n = w->descs.count + 1 - DESC_CACHE_MAX / 2;
   w->descs.count = DESC_CACHE_MAX / 2;
-  desc_give_global(spill, n);
+  desc_give_global(w, spill, n);
 }
 
 void desc_cache_flush(struct worker *w) {
-  desc_give_global(w->descs.head, w->descs.count);
+  /* NULL: w's stack cache is flushed already (workers_release) */
+  desc_give_global(NULL, w->descs.head, w->descs.count);
   w->descs.head = NULL;
   w->descs.count = 0;
 }
@@ -243,6 +259,7 @@ void desc_cache_flush(struct worker *w) {
 _Atomic uint64_t swarm_desc_retired;
 
 void desc_retire_last_generation(struct swarm_thread *t) {
+  desc_drop_stack(NULL, t);
   /* release: whoever reads 0 sees the slot's last use finished. The slot
    * is abandoned (16 MiB of handle space holds 2^24 of them; at one retired
    * slot per 2^31 spawns the region never runs out). */

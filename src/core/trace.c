@@ -579,6 +579,16 @@ static void set_steps(const struct trace_steps *s) {
     w->after_spawn = s->after_spawn;
     w->after_exit = s->after_exit;
     w->exit_cache_size = s->after_exit ? 0 : swarm_rt.default_stack;
+    /* A traced exit records its switch in an after step, so it takes the
+     * way that releases its stack (spawn.c). */
+    w->stack_keep_room = s->after_exit
+                             ? 0
+                             : (int32_t)limits_stack_keep_max(
+                                   swarm_rt.default_stack + swarm_rt.guard_size,
+                                   swarm_rt.nslots, STACK_KEEP_MAX);
+    /* SIZE_MAX: swarm_spawn's kept-stack path, which skips after_spawn,
+     * is for workers whose spawn has no after step (trace.h). */
+    w->spawn_keep_size = s->after_spawn ? SIZE_MAX : swarm_rt.default_stack;
     w->after_park = s->after_park;
   }
 }
