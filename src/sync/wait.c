@@ -55,7 +55,26 @@ void sync_queue_remove(struct sync_queue *q, struct sync_waiter *w) {
   w->queued = 0;
 }
 
+void sync_queue_drop_ghosts_slow(struct sync_queue *q,
+                                 void (*gone)(struct sync_waiter *w)) {
+  uint32_t era = swarm_rt.era;
+  struct sync_waiter *w = q->head;
+  while (w) {
+    struct sync_waiter *next = w->next;
+    /* A waiter stamps its era when it parks, under the object's lock we
+     * hold (core/park.c): a stale stamp is a parent's thread. */
+    if (w->thread->era != era) {
+      sync_queue_remove(q, w);
+      w->result = ECANCELED;
+      if (gone)
+        gone(w);
+    }
+    w = next;
+  }
+}
+
 struct sync_waiter *sync_queue_pop(struct sync_queue *q, int result) {
+  sync_queue_drop_ghosts(q, NULL);
   struct sync_waiter *w = q->head;
   if (w) {
     sync_queue_remove(q, w);
@@ -66,6 +85,7 @@ struct sync_waiter *sync_queue_pop(struct sync_queue *q, int result) {
 
 struct sync_waiter *sync_queue_take(struct sync_queue *q, int result,
                                     sync_take_fn take, void *arg) {
+  sync_queue_drop_ghosts(q, NULL);
   struct sync_waiter *list = NULL, **tail = &list;
   struct sync_waiter *w = q->head;
   while (w) {
