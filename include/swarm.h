@@ -203,7 +203,8 @@ static inline int swarm_equal(swarm_thread_t a, swarm_thread_t b) { return a == 
  * the caller blocks, spawns or yields. Does not start the runtime. */
 int swarm_worker_id(void);
 
-/* Number of workers. Starts the runtime. */
+/* Number of workers. Starts the runtime; 1 (the calling kernel thread)
+ * when it cannot be started. */
 int swarm_num_workers(void);
 
 /* ---- Attributes ------------------------------------------------------- */
