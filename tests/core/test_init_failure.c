@@ -188,8 +188,10 @@ static void every_entry_point_without_runtime(void) {
   CHECK_EQ(once_runs, 1);
   swarm_key_t k;
   CHECK_EQ(swarm_key_create(&k, NULL), 0);
-  CHECK_EQ(swarm_setspecific(k, &k), 0);
-  CHECK(swarm_getspecific(k) == &k);
+  CHECK(swarm_getspecific(k) == NULL);
+  /* (No swarm_setspecific: a kernel thread's values are never freed, its
+   * descriptor living as long as the process, which ASan's leak check
+   * would report.) */
   CHECK_EQ(swarm_key_delete(k), 0);
   /* Needs the runtime, so tries to start it: the start fails again. */
   int w = swarm_num_workers();
