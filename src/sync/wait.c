@@ -73,14 +73,26 @@ void sync_queue_drop_ghosts_slow(struct sync_queue *q,
   }
 }
 
-struct sync_waiter *sync_queue_pop(struct sync_queue *q, int result) {
-  sync_queue_drop_ghosts(q, NULL);
+static inline struct sync_waiter *pop_head(struct sync_queue *q, int result) {
   struct sync_waiter *w = q->head;
   if (w) {
     sync_queue_remove(q, w);
     w->result = result;
   }
   return w;
+}
+
+/* Off the fast path: a call there would cost the pop a stack frame. */
+static __attribute__((noinline)) struct sync_waiter *
+pop_past_ghosts(struct sync_queue *q, int result) {
+  sync_queue_drop_ghosts_slow(q, NULL);
+  return pop_head(q, result);
+}
+
+struct sync_waiter *sync_queue_pop(struct sync_queue *q, int result) {
+  if (unlikely(__atomic_load_n(&swarm_rt.era, __ATOMIC_RELAXED) != 0))
+    return pop_past_ghosts(q, result); /* sync_queue_drop_ghosts */
+  return pop_head(q, result);
 }
 
 struct sync_waiter *sync_queue_take(struct sync_queue *q, int result,
