@@ -148,14 +148,19 @@ struct abort_req {
   int tid;
 };
 
-/* A wait for one child, cancellable: until it can be reaped, then the
- * nonblocking reap itself. -1 with errno as the call would set it. */
-static int child_ready(pid_t pid, int options) {
-  if (pid <= 0 || (options & (WNOHANG | WUNTRACED | WCONTINUED)))
-    return 0; /* not one child's exit, or no wait */
+/* A wait for one child's exit (pid > 0), cancellable: until it can be
+ * reaped. 0 then; -1 with errno as the call would set it; 1 when no pidfd
+ * could be had (an old kernel, no fd left), for wait_any to wait. */
+static int child_ready(pid_t pid) {
+  /* A pidfd opens for any process: only a child of ours may be waited on
+   * (else the call says ECHILD at once). WNOWAIT: reaps nothing. */
+  siginfo_t si;
+  if (syscall(SYS_waitid, P_PID, pid, &si, WEXITED | WNOHANG | WNOWAIT, NULL) !=
+      0)
+    return 0;
   int fd = (int)syscall(SYS_pidfd_open, pid, 0);
   if (fd < 0)
-    return 0; /* not our child, or an old kernel: libc says which */
+    return errno == ESRCH ? 0 : 1; /* ESRCH: the call says ECHILD */
   int err = block_cancellable(fd, true);
   syscall(SYS_close, fd);
   if (err > 0) {
@@ -222,9 +227,11 @@ static pid_t do_wait4(pid_t pid, int *status, int options,
   if (options & WNOHANG)
     return (pid_t)syscall(SYS_wait4, pid, status, options, usage);
   if (pid > 0 && !(options & (WUNTRACED | WCONTINUED))) {
-    if (child_ready(pid, options) != 0)
+    int ready = child_ready(pid);
+    if (ready < 0)
       return -1;
-    return (pid_t)syscall(SYS_wait4, pid, status, options, usage);
+    if (ready == 0)
+      return (pid_t)syscall(SYS_wait4, pid, status, options, usage);
   }
   return wait_result(
       wait_any(SYS_wait4, pid, (long)status, options, (long)usage, 0));
@@ -251,11 +258,13 @@ DROPIN_API int waitid(idtype_t type, id_t id, siginfo_t *info, int options) {
   dropin_testcancel();
   if (options & WNOHANG)
     return (int)syscall(SYS_waitid, type, id, info, options, NULL);
-  if (type == P_PID && (options & WEXITED) &&
+  if (type == P_PID && (pid_t)id > 0 && (options & WEXITED) &&
       !(options & (WSTOPPED | WCONTINUED))) {
-    if (child_ready((pid_t)id, 0) != 0)
+    int ready = child_ready((pid_t)id);
+    if (ready < 0)
       return -1;
-    return (int)syscall(SYS_waitid, type, id, info, options, NULL);
+    if (ready == 0)
+      return (int)syscall(SYS_waitid, type, id, info, options, NULL);
   }
   return (int)wait_result(
       wait_any(SYS_waitid, type, (long)id, (long)info, options, 0));

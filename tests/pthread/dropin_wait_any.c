@@ -6,7 +6,8 @@
  * on and return the child's status; a cancellation that races a child's
  * exit never swallows the status (the waiter returns it, or the child is
  * still there to reap; NPTL before glibc 2.41 loses some, which this
- * reports there and fails on swarm). CTest runs it on swarm at 1, 2 and 4
+ * reports there and fails on swarm); a wait for a process that is not a
+ * child answers ECHILD. CTest runs it on swarm at 1, 2 and 4
  * workers and plain on NPTL. */
 #include <errno.h>
 #include <pthread.h>
@@ -210,6 +211,12 @@ int main(void) {
   CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 7);
   errno = 0;
   CHECK(wait(&status) == -1 && errno == ECHILD);
+  /* A process that is not our child: ECHILD at once, not a wait for it. */
+  errno = 0;
+  CHECK(waitpid(getppid(), &status, 0) == -1 && errno == ECHILD);
+  siginfo_t si;
+  errno = 0;
+  CHECK(waitid(P_PID, (id_t)getppid(), &si, WEXITED) == -1 && errno == ECHILD);
   printf("OK\n");
   return 0;
 }
