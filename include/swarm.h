@@ -133,8 +133,9 @@ int swarm_finalize(void);
  * join, block, and end the runtime with swarm_finalize() (or simply exit or
  * exec). No other thread of the parent ever runs in the child: threads that
  * were running, runnable, sleeping or blocked in the parent stay copies in
- * memory, and waking one (signalling a condition variable it waits on,
- * unlocking a mutex it waits for) does nothing. Joining one of them, or
+ * memory, and waking one does nothing: signalling a condition variable,
+ * posting a semaphore, unlocking a mutex or rwlock that one of them waits
+ * on passes over it to the child's own waiters. Joining one of them, or
  * taking a lock one of them held, waits forever, as with NPTL. If the
  * restart fails (no memory or kernel threads), the flow continues as an
  * ordinary kernel thread and the next swarm call starts the runtime.
@@ -203,7 +204,8 @@ static inline int swarm_equal(swarm_thread_t a, swarm_thread_t b) { return a == 
  * the caller blocks, spawns or yields. Does not start the runtime. */
 int swarm_worker_id(void);
 
-/* Number of workers. Starts the runtime. */
+/* Number of workers. Starts the runtime; 1 (the calling kernel thread)
+ * when it cannot be started. */
 int swarm_num_workers(void);
 
 /* ---- Attributes ------------------------------------------------------- */

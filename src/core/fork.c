@@ -22,7 +22,10 @@
  *    (park.c), and swarm_ready drops a thread whose stamp is older: a
  *    ghost parked in a wait list that the child's flow then signals (a
  *    condition variable, a mutex, a semaphore, an fd) stays a ghost instead
- *    of running in the child.
+ *    of running in the child. The sync layer's hand-offs (mutex unlock,
+ *    cond signal and broadcast, sem post, rwlock grants, barrier rounds)
+ *    read the same stamp and skip ghosts (sync_queue_drop_ghosts in
+ *    sync/sync.h), so what the child hands over reaches its own threads.
  * Then the child hooks of swarm_atfork run, in registration order, on the
  * fresh runtime: they may spawn.
  *

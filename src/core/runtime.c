@@ -226,7 +226,10 @@ static void worker0_leave(struct swarm_thread *adopted) {
 static int workers_start(struct start_progress *p) {
   for (int i = 1; i < swarm_rt.nworkers; i++) {
     struct worker *w = &swarm_rt.workers[i];
-    if (os_thread_start(&w->kthread, worker_main, w) != 0) {
+    int r = os_thread_start(&w->kthread, worker_main, w);
+    if (r != 0) {
+      errno =
+          r; /* pthread_create's answer, not a stale errno, for the message */
       limits_refused("a worker's kernel thread", OS_THREAD_STACK, LIMIT_KERNEL);
       return EAGAIN;
     }

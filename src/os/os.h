@@ -109,6 +109,19 @@ int os_thread_signal(int tid, int sig);
 int os_thread_sigqueue(int tid, int sig, const siginfo_t *info);
 /* The interrupted program counter of a signal handler's context. */
 uintptr_t os_context_pc(const void *ucontext);
+/* A blocking system call nr(a..e) that another kernel thread abandons by
+ * storing *flag = 1 and then sending the interrupt signal to the calling
+ * kernel thread, whose handler must call os_abortable_fixup
+ * (os/abortable.c). Returns the kernel's result (>= 0 or -errno), or
+ * -EINTR when abandoned before the kernel completed it (never after: a
+ * completed call's result is returned); -ENOSYS on architectures without
+ * the stub. */
+long os_abortable_syscall(const int *flag, long nr, long a, long b, long c,
+                          long d, long e);
+/* For the interrupt signal's handler: abandons an os_abortable_syscall the
+ * handler interrupted whose flag is set (moves the context's program
+ * counter). True when it did. Async-signal-safe. */
+bool os_abortable_fixup(void *ucontext);
 
 /* Gives the calling kernel thread an alternate signal stack if it has none,
  * so the overflow handler can run after its stack is exhausted. Returns the

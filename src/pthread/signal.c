@@ -298,6 +298,8 @@ static bool in_runtime(uintptr_t pc) {
 static void on_interrupt(int sig, siginfo_t *si, void *uc) {
   (void)sig;
   (void)si;
+  if (os_abortable_fixup(uc)) /* a cancelled wait for any child (blocking.c) */
+    return;
   struct worker *w = worker_current();
   struct swarm_thread *d = w ? w->current : NULL;
   if (!d || in_runtime(os_context_pc(uc)))

@@ -99,6 +99,11 @@ static struct sync_waiter *mutex_removed(struct sync_waiter *w) {
   return NULL;
 }
 
+/* Under lock_: dequeues the ghosts (sync.h) as if they had timed out. */
+static void mutex_ghost_gone(struct sync_waiter *w) {
+  (void)mutex_removed(w);
+}
+
 /* Relock by the owner: the type decides. 1 if handled (result in *r). */
 static inline bool relock_by_owner(swarm_mutex_t *m, int32_t kind,
                                    struct swarm_thread *self, int *r) {
@@ -152,6 +157,7 @@ static inline bool mutex_try_barge(swarm_mutex_t *m, struct swarm_thread *self,
  * readies the one returned after releasing lock_. */
 static struct sync_waiter *mutex_wake_locked(swarm_mutex_t *m) {
   _Atomic uint32_t *st = state_of(m);
+  sync_queue_drop_ghosts(sync_queue_of(&m->head_), mutex_ghost_gone);
   uint32_t s = atomic_load_explicit(st, memory_order_relaxed);
   do {
     if (!M_WAITERS(s) || (s & (M_LOCKED | M_WOKEN | M_STARVING)))
@@ -324,6 +330,14 @@ int swarm_mutex_trylock(swarm_mutex_t *m) {
 static void mutex_hand_off(swarm_mutex_t *m) {
   _Atomic uint32_t *st = state_of(m);
   sync_spin_lock(&m->lock_);
+  sync_queue_drop_ghosts(sync_queue_of(&m->head_), mutex_ghost_gone);
+  if (unlikely(!m->head_)) {
+    /* Only ghosts were queued (a fork child): nobody to hand to, and
+     * mutex_removed ended hand-off mode; let go as a plain unlock. */
+    atomic_fetch_and_explicit(st, ~M_LOCKED, memory_order_release);
+    sync_spin_unlock(&m->lock_);
+    return;
+  }
   struct sync_waiter *w = sync_queue_pop(sync_queue_of(&m->head_), 0);
   /* M_STARVING implies a queued waiter (file comment). */
   atomic_store_explicit(owner_of(m), me_id(w->thread), memory_order_relaxed);

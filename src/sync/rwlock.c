@@ -62,12 +62,20 @@ static bool reader_enters(struct sync_waiter *w, void *arg) {
   return true;
 }
 
+/* A ghost (sync.h) leaves: a writer no longer holds readers back. */
+static void ghost_gone(struct sync_waiter *w) {
+  swarm_rwlock_t *rw = w->object;
+  if (w->tag == TAG_WRITER)
+    rw->writers_waiting_--;
+}
+
 /* Admits the waiters the policy allows; returns them (dequeued, result 0)
  * linked through next. Called under the lock. */
 static struct sync_waiter *grant(swarm_rwlock_t *rw) {
   struct sync_queue *q = sync_queue_of(&rw->head_);
   if (rw->writer_)
     return NULL;
+  sync_queue_drop_ghosts(q, ghost_gone);
   struct sync_waiter *w = q->head;
   if (w && w->tag == TAG_WRITER && rw->readers_ == 0) {
     sync_queue_remove(q, w);
@@ -100,6 +108,8 @@ static int rw_lock(swarm_rwlock_t *rw, bool writer, bool try, int clock,
   uint64_t deadline = 0;
   bool expired = false;
   sync_spin_lock(&rw->lock_);
+  /* Ghost writers would hold this reader back with nobody to grant. */
+  sync_queue_drop_ghosts(sync_queue_of(&rw->head_), ghost_gone);
   if (rw->writer_ && sync_same_owner(rw->writer_, self)) {
     sync_spin_unlock(&rw->lock_);
     return try ? EBUSY : EDEADLK; /* a try never deadlocks (as NPTL) */

@@ -119,6 +119,25 @@ void sync_queue_remove(struct sync_queue *q, struct sync_waiter *w);
 /* Takes the head (NULL if empty), marking it dequeued with `result`. */
 struct sync_waiter *sync_queue_pop(struct sync_queue *q, int result);
 
+/* Ghosts (core/fork.c): in a fork child, the waiters the parent's threads
+ * left in an object's queue. They never run (swarm_ready drops them), so
+ * no hand-off may go to one: it would be lost (a signal, a post) or leave
+ * the object to a thread that never releases it (a mutex, a write lock).
+ * sync_queue_drop_ghosts dequeues every ghost of q (result ECANCELED),
+ * calling gone(w) for each, if not NULL, under the object's lock, to undo
+ * what the waiter counts for in the object; sync_queue_pop and
+ * sync_queue_take call it with NULL first, so objects whose waiters count
+ * for nothing (cond, sem, barrier, once, events) need nothing more. One
+ * load and a branch until a fork child's runtime has started (swarm_rt.era
+ * is 0 until then); then a walk of the queue per hand-off. */
+void sync_queue_drop_ghosts_slow(struct sync_queue *q,
+                                 void (*gone)(struct sync_waiter *w));
+static inline void sync_queue_drop_ghosts(struct sync_queue *q,
+                                          void (*gone)(struct sync_waiter *w)) {
+  if (unlikely(__atomic_load_n(&swarm_rt.era, __ATOMIC_RELAXED) != 0))
+    sync_queue_drop_ghosts_slow(q, gone);
+}
+
 /* Whether sync_queue_take takes w; called once per waiter, in queue order,
  * under the object's lock, so it may update the object for each waiter it
  * takes (a reader entering a rwlock). */

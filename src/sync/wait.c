@@ -55,7 +55,25 @@ void sync_queue_remove(struct sync_queue *q, struct sync_waiter *w) {
   w->queued = 0;
 }
 
-struct sync_waiter *sync_queue_pop(struct sync_queue *q, int result) {
+void sync_queue_drop_ghosts_slow(struct sync_queue *q,
+                                 void (*gone)(struct sync_waiter *w)) {
+  uint32_t era = swarm_rt.era;
+  struct sync_waiter *w = q->head;
+  while (w) {
+    struct sync_waiter *next = w->next;
+    /* A waiter stamps its era when it parks, under the object's lock we
+     * hold (core/park.c): a stale stamp is a parent's thread. */
+    if (w->thread->era != era) {
+      sync_queue_remove(q, w);
+      w->result = ECANCELED;
+      if (gone)
+        gone(w);
+    }
+    w = next;
+  }
+}
+
+static inline struct sync_waiter *pop_head(struct sync_queue *q, int result) {
   struct sync_waiter *w = q->head;
   if (w) {
     sync_queue_remove(q, w);
@@ -64,8 +82,22 @@ struct sync_waiter *sync_queue_pop(struct sync_queue *q, int result) {
   return w;
 }
 
+/* Off the fast path: a call there would cost the pop a stack frame. */
+static __attribute__((noinline)) struct sync_waiter *
+pop_past_ghosts(struct sync_queue *q, int result) {
+  sync_queue_drop_ghosts_slow(q, NULL);
+  return pop_head(q, result);
+}
+
+struct sync_waiter *sync_queue_pop(struct sync_queue *q, int result) {
+  if (unlikely(__atomic_load_n(&swarm_rt.era, __ATOMIC_RELAXED) != 0))
+    return pop_past_ghosts(q, result); /* sync_queue_drop_ghosts */
+  return pop_head(q, result);
+}
+
 struct sync_waiter *sync_queue_take(struct sync_queue *q, int result,
                                     sync_take_fn take, void *arg) {
+  sync_queue_drop_ghosts(q, NULL);
   struct sync_waiter *list = NULL, **tail = &list;
   struct sync_waiter *w = q->head;
   while (w) {

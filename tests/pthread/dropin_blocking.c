@@ -30,7 +30,7 @@ static void *in_waitpid(void *arg) {
   if (how == 0)
     waitpid(child, &status, 0);
   else if (how == 1) {
-    /* Any child: no fd to wait on, a cancellation point on entry. */
+    /* Cancelled on entry (dropin_wait_any: while it waits). */
     pthread_cancel(pthread_self());
     wait(&status);
   } else {
