@@ -109,6 +109,12 @@ static void slice_set(struct worker *w, struct swarm_thread *t, uint64_t start,
 /* A switch on w (its owner): `out` (NULL: the scheduler, or a thread that
  * ended) stops running, w->current starts. */
 static void cpu_switch(struct worker *w, struct swarm_thread *out) {
+  /* The kept-stack exit switches with no after step (spawn.c), so while
+   * accounting is on every exit must release its stack: the room for kept
+   * stacks is the owner's counter, so the owner empties it here, at its
+   * first accounted switch (reuses of kept stacks add back far less). */
+  if (unlikely(w->stack_keep_room >= 0))
+    w->stack_keep_room = INT32_MIN / 2;
   uint64_t now = clock_ns(CLOCK_THREAD_CPUTIME_ID);
   uint64_t start = atomic_load_explicit(&w->cpu_start, memory_order_relaxed);
   if (out && start && now > start)
@@ -145,6 +151,8 @@ static void *after_main_exit_cpu(void *arg) {
 /* The scheduler loop, before it switches to next: its own time is
  * nobody's, so nothing is credited. */
 static void sched_switch_cpu(struct worker *w, struct swarm_thread *next) {
+  if (unlikely(w->stack_keep_room >= 0)) /* as in cpu_switch */
+    w->stack_keep_room = INT32_MIN / 2;
   uint64_t now = clock_ns(CLOCK_THREAD_CPUTIME_ID);
   slice_set(w, next, now, false);
   if (w->trace)
@@ -160,6 +168,11 @@ static void worker_enable(struct worker *w, struct worker *self) {
     slice_set(w, NULL, worker_cpu_ns(w), true);
   __atomic_store_n(&w->after_exit, after_exit_cpu, __ATOMIC_RELEASE);
   __atomic_store_n(&w->exit_cache_size, (size_t)0, __ATOMIC_RELEASE);
+  /* Spawn's kept-stack path has no after step either: SIZE_MAX sends every
+   * spawn through the general path, which runs after_spawn. */
+  __atomic_store_n(&w->spawn_keep_size, SIZE_MAX, __ATOMIC_RELEASE);
+  if (w == self)
+    w->stack_keep_room = INT32_MIN / 2;
   __atomic_store_n(&w->after_spawn, after_spawn_cpu, __ATOMIC_RELEASE);
   __atomic_store_n(&w->after_park, after_park_cpu, __ATOMIC_RELEASE);
   __atomic_store_n(&w->sched_switch, sched_switch_cpu, __ATOMIC_RELEASE);
