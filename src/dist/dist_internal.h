@@ -158,7 +158,7 @@ typedef struct dist_state {
   /* the running thread: top of its stack and handle */
   uint64_t cur_stack_top, cur_thread;
   void *sched_sp;     /* the scheduler context (main thread's stack) */
-  void *spawn_sp;     /* save slot of swarm_spawn (read by its after hook) */
+  void *spawn_sp;     /* save slot of a joiner that suspends */
   void *scratch_sp;   /* save slot of contexts that never resume */
   dist_req_t handoff; /* what a thread hands the scheduler */
   unsigned spawns_since_poll;

@@ -188,43 +188,66 @@ static void unlock_deque(int rank) {
   swarm_dist_faa(rank, META_OFF(lock), -1, NULL);
 }
 
-static inline void deq_push(uint64_t sp, uint64_t base, uint64_t thread) {
+/* Pushes the running thread's continuation; its sp is not known yet: the
+ * entry is published with sp = 0 and swarm_arch_spawn stores the saved
+ * stack pointer into the returned slot as its last write to the parent's
+ * stack (context.h, PUBLISH_LAST). Whoever takes the entry waits for a
+ * nonzero sp (entry_wait_sp, steal_rma). */
+static inline uint64_t *deq_push(uint64_t base, uint64_t thread) {
   dist_meta_t *meta = dist->meta;
   uint64_t t = meta->bottom;
   /* Signed: top may exceed bottom by one for a moment (a thief's tentative
    * increment racing our pop, rolled back by the thief). */
-  if ((int64_t)(t - vload(&meta->top)) >= DIST_DEQ_CAP)
+  if (__builtin_expect((int64_t)(t - vload(&meta->top)) >= DIST_DEQ_CAP, 0))
     swarm_dist_fatal("rank %d: spawn chain deeper than %d (bottom %llu, "
                      "top %llu)",
                      dist->rank, DIST_DEQ_CAP, (unsigned long long)t,
                      (unsigned long long)vload(&meta->top));
   dist_entry_t *e = &meta->deq[t % DIST_DEQ_CAP];
-  e->sp = sp;
+  vstore(&e->sp, 0);
   e->base = base;
   e->thread = thread;
   compiler_barrier(); /* x86-64 (TSO): the entry is visible before bottom */
   vstore(&meta->bottom, t + 1);
+  return &e->sp;
+}
+
+/* The owner's side of a taken entry whose parent may still be between
+ * deq_push and the end of its switch (only the progress thread can see
+ * that: the main thread is then running the spawn itself). */
+static void entry_wait_sp(dist_entry_t *e) {
+  while (vload(&e->sp) == 0)
+    sched_yield();
+  compiler_barrier();
+}
+
+/* deq_pop's conflict with a thief over the last entry (t): settle it
+ * under the lock. Returns whether the entry is still ours. */
+__attribute__((noinline)) static int deq_pop_conflict(uint64_t t) {
+  dist_meta_t *meta = dist->meta;
+  vstore(&meta->bottom, t + 1);
+  lock_deque(dist->rank);
+  vstore(&meta->bottom, t);
+  if ((int64_t)vload(&meta->top) > (int64_t)t) {
+    vstore(&meta->bottom, t + 1);
+    unlock_deque(dist->rank);
+    return 0;
+  }
+  unlock_deque(dist->rank);
+  return 1;
 }
 
 /* THE protocol: the owner takes the youngest entry. */
-static int deq_pop(dist_entry_t *out) {
+static inline int deq_pop(dist_entry_t *out) {
   dist_meta_t *meta = dist->meta;
   /* No "top >= bottom: empty" shortcut: a thief's tentative top + 1 may
    * be rolled back, and the entry would then be left behind. */
   uint64_t t = meta->bottom - 1;
   vstore(&meta->bottom, t);
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  if ((int64_t)vload(&meta->top) > (int64_t)t) {
-    vstore(&meta->bottom, t + 1);
-    lock_deque(dist->rank);
-    vstore(&meta->bottom, t);
-    if ((int64_t)vload(&meta->top) > (int64_t)t) {
-      vstore(&meta->bottom, t + 1);
-      unlock_deque(dist->rank);
-      return 0;
-    }
-    unlock_deque(dist->rank);
-  }
+  if (__builtin_expect((int64_t)vload(&meta->top) > (int64_t)t, 0) &&
+      !deq_pop_conflict(t))
+    return 0;
   *out = meta->deq[t % DIST_DEQ_CAP];
   return 1;
 }
@@ -248,6 +271,7 @@ static int deq_take_oldest(dist_entry_t *out, int may_wait) {
     if ((int64_t)(h + 1) > (int64_t)vload(&meta->bottom)) {
       vstore(&meta->top, h);
     } else {
+      entry_wait_sp(&meta->deq[h % DIST_DEQ_CAP]);
       *out = meta->deq[h % DIST_DEQ_CAP];
       ok = 1;
     }
@@ -258,30 +282,7 @@ static int deq_take_oldest(dist_entry_t *out, int may_wait) {
 
 /* ---- threads ----------------------------------------------------------- */
 
-typedef struct spawn_args {
-  void *(*fn)(void *);
-  void *arg;
-  uint64_t thread;
-  uint64_t base; /* the child's stack top */
-} spawn_args_t;
-
 static _Noreturn void thread_exit(void *result);
-
-static void thread_entry(void *p) {
-  spawn_args_t a;
-  memcpy(&a, p, sizeof a); /* p is in the parent's frame: read it now */
-  compiler_barrier();
-  thread_exit(a.fn(a.arg));
-}
-
-/* Runs on the child's stack once the parent is saved: publish the parent. */
-static void *after_push_parent(void *p) {
-  spawn_args_t *a = p;
-  deq_push((uint64_t)dist->spawn_sp, dist->cur_stack_top, dist->cur_thread);
-  dist->cur_stack_top = a->base;
-  dist->cur_thread = a->thread;
-  return p;
-}
 
 static _Noreturn void thread_exit(void *result) {
   uint64_t self = dist->cur_thread;
@@ -294,7 +295,7 @@ static _Noreturn void thread_exit(void *result) {
     vstore(&r->state, 1);
     dist->cur_stack_top = e.base;
     dist->cur_thread = e.thread;
-    swarm_arch_resume((void *)(uintptr_t)e.sp, NULL, NULL);
+    swarm_arch_resume_plain((void *)(uintptr_t)e.sp, NULL);
   }
   dist->handoff.kind = DIST_REQ_EXIT;
   dist->handoff.thread = self;
@@ -314,29 +315,32 @@ static void spawn_safe_point(void) {
   dist_mpi_exit(took);
 }
 
+/* The spawn's fast path: a record from the free list, the parent pushed
+ * (its sp filled in by the switch itself), the child started on the same
+ * stack with swarm_arch_spawn, which runs thread_exit(fn(arg)): no entry
+ * function, no after step. */
 int swarm_spawn(swarm_thread_t *thread, const swarm_attr_t *attr,
                 void *(*fn)(void *), void *arg) {
-  if (!thread || !fn)
-    return EINVAL;
-  if (!dist->in_run || !dist->cur_thread)
-    return EPERM;
-  if (attr)
-    return ENOTSUP; /* dist threads have no attributes */
+  if (__builtin_expect(!thread || !fn || attr || !dist->cur_thread, 0))
+    return !thread || !fn ? EINVAL : !dist->cur_thread ? EPERM : ENOTSUP;
+  /* cur_thread != 0 implies in_run: it is set only by the scheduler of a
+   * run and cleared before the run ends. */
   uint64_t idx = rec_alloc();
   uint64_t h = dist_handle(dist->rank, idx);
   *thread = h;
   uintptr_t sp;
   __asm__ volatile("movq %%rsp, %0" : "=r"(sp));
-  /* Below what swarm_arch_start pushes (return address + 56 bytes). */
+  /* Below what swarm_arch_spawn pushes (return address + 56 bytes). */
   uintptr_t top = (sp - 256) & ~(uintptr_t)15;
-  if (top < DIST_UNI_BASE + 64 * 1024)
+  if (__builtin_expect(top < DIST_UNI_BASE + 64 * 1024, 0))
     swarm_dist_fatal("rank %d: uni-address region (SWARM_DIST_STACK=%zu) "
                      "overflows",
                      dist->rank, dist->region_size);
-  spawn_args_t a = {fn, arg, h, top};
   dist->stats.spawns++;
-  swarm_arch_start(&dist->spawn_sp, (void *)top, thread_entry,
-                   after_push_parent, &a);
+  uint64_t *save = deq_push(dist->cur_stack_top, dist->cur_thread);
+  dist->cur_stack_top = top;
+  dist->cur_thread = h;
+  swarm_arch_spawn((void **)save, (void *)top, fn, arg, thread_exit);
   /* Here again: the child finished (or the parent was stolen and resumed
    * on another rank, maybe with the child still running). */
   if (dist->spawn_poll &&
@@ -360,13 +364,17 @@ static void rec_read(uint64_t h, uint64_t *state, uint64_t *result) {
   }
 }
 
-int swarm_join(swarm_thread_t h, void **result) {
+__attribute__((noinline)) static int join_slow(swarm_thread_t h,
+                                               void **result) {
   if (!(h & DIST_H_FLAG) || dist_handle_rank(h) >= dist->nranks)
     return ESRCH;
   if (!dist->in_run || !dist->cur_thread)
     return EPERM;
   if (h == dist->cur_thread)
     return EDEADLK;
+  if (dist_handle_rank(h) == dist->rank &&
+      (dist_handle_idx(h) == 0 || dist_handle_idx(h) >= dist->records_bump))
+    return ESRCH;
   uint64_t state, res;
   rec_read(h, &state, &res);
   if (state == 0) {
@@ -383,6 +391,26 @@ int swarm_join(swarm_thread_t h, void **result) {
   /* A record on another rank stays allocated until the run ends: remote
    * joins are O(steals). */
   return 0;
+}
+
+/* The join's fast path: a child created here that has finished (the usual
+ * case: it ran to its end before its parent went on). Everything else,
+ * errors included, goes through join_slow. */
+int swarm_join(swarm_thread_t h, void **result) {
+  uint64_t i = h - dist_handle(dist->rank, 0);
+  if (__builtin_expect(i - 1 < dist->records_bump - 1 && dist->cur_thread &&
+                           h != dist->cur_thread,
+                       1)) {
+    dist_rec_t *r = &dist->records[i];
+    if (__builtin_expect(vload(&r->state) != 0, 1)) {
+      compiler_barrier();
+      if (result)
+        *result = (void *)(uintptr_t)vload(&r->result);
+      rec_free_local(i);
+      return 0;
+    }
+  }
+  return join_slow(h, result);
 }
 
 swarm_thread_t swarm_self(void) {
@@ -513,8 +541,10 @@ static int steal_rma(int v, dist_entry_t *e) {
     return 0;
   }
   uint64_t t2 = dist_now_ns();
-  swarm_dist_get(e, v, META_OFF(deq) + (h % DIST_DEQ_CAP) * sizeof *e,
-                 sizeof *e);
+  uint64_t eoff = META_OFF(deq) + (h % DIST_DEQ_CAP) * sizeof *e;
+  swarm_dist_get(e, v, eoff, sizeof *e);
+  while (e->sp == 0) /* pushed, its switch not yet done (deq_push) */
+    swarm_dist_get(&e->sp, v, eoff, sizeof e->sp);
   uint64_t t3 = dist_now_ns();
   size_t n = e->base - e->sp;
   swarm_dist_get((void *)(uintptr_t)e->sp, v,
@@ -642,16 +672,12 @@ static void *run_entry(const dist_entry_t *e, void *transfer) {
 }
 
 static void *start_thread(void *(*fn)(void *), void *arg, uint64_t h) {
-  static spawn_args_t a; /* read by thread_entry before anything else */
-  a.fn = fn;
-  a.arg = arg;
-  a.thread = h;
-  a.base = region_top();
-  dist->cur_stack_top = a.base;
+  uint64_t base = region_top();
+  dist->cur_stack_top = base;
   dist->cur_thread = h;
   leave_scheduler();
-  return back_in_scheduler(swarm_arch_start(
-      &dist->sched_sp, (void *)(uintptr_t)a.base, thread_entry, NULL, &a));
+  return back_in_scheduler(swarm_arch_spawn(
+      &dist->sched_sp, (void *)(uintptr_t)base, fn, arg, thread_exit));
 }
 
 /* Copies an evacuated thread back into the region (same addresses). */
