@@ -105,9 +105,7 @@ static inline void dist_bench_report(dist_bench_t *b, const char *bench,
     bench_json_int(&j, "ranks", swarm_dist_ranks());
     bench_json_int(&j, "nodes", swarm_dist_nodes());
     bench_json_str(&j, "window", swarm_dist_window_path());
-    bench_json_str(&j, "steal",
-                   swarm_dist_steal_mode() == SWARM_DIST_STEAL_MSG ? "msg"
-                                                                   : "rma");
+    bench_json_str(&j, "steal", swarm_dist_steal_name(swarm_dist_steal_mode()));
     /* CPU time of all ranks (idle ones' polling included): on a machine
      * with no free core, cpu_seconds against P = 1's shows how much work
      * distribution adds, when wall time cannot show speed-up. */

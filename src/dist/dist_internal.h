@@ -125,6 +125,10 @@ typedef struct dist_state {
   int n_nodes;     /* ranks that share memory count as one node */
   int *node_peers; /* the other ranks on this node (thieves try first) */
   int n_node_peers;
+  unsigned char *on_node;   /* on_node[r]: rank r is on this node (not self) */
+  int64_t *load_seen;       /* the deque size last read from each rank */
+  int serve_msg;            /* this rank answers message steals */
+  int remote_msg;           /* AUTO across nodes: other nodes by message */
   int window_path;          /* 0 shared (MPI_Win_allocate), 1 created */
   int thread_level;         /* what MPI_Init_thread provided */
   int spawn_poll;           /* a running thread polls MPI at spawns, */

@@ -308,7 +308,7 @@ static _Noreturn void thread_exit(void *result) {
  * answer message steals, or (created window) let MPI apply RMA. */
 static void spawn_safe_point(void) {
   int took = dist_mpi_enter();
-  if (dist->steal_mode == SWARM_DIST_STEAL_MSG)
+  if (dist->serve_msg)
     swarm_dist_serve_requests();
   else
     swarm_dist_progress_poll();
@@ -473,29 +473,67 @@ static uint64_t xorshift(void) {
   return dist->rng_state = x;
 }
 
+static int random_other_rank(void) {
+  int r = (int)(xorshift() % (uint64_t)(dist->nranks - 1));
+  return r >= dist->rank ? r + 1 : r;
+}
+
+/* A victim on another node, guided by the loads the ranks publish (HIVE):
+ * the rank with the largest deque size read so far (dist->load_seen, kept
+ * fresh by every header a thief reads), starting the scan at a random rank
+ * so that ties spread; a random one when none was seen loaded, and one
+ * time in four anyway, so that stale zeros get read again. */
+static int remote_candidate(void) {
+  int n = dist->nranks, best = -1;
+  if (xorshift() & 3) {
+    int64_t best_load = 0;
+    int start = (int)(xorshift() % (uint64_t)n);
+    for (int k = 0; k < n; k++) {
+      int r = start + k < n ? start + k : start + k - n;
+      if (r != dist->rank && !dist->on_node[r] &&
+          dist->load_seen[r] > best_load) {
+        best_load = dist->load_seen[r];
+        best = r;
+      }
+    }
+  }
+  if (best < 0) /* a random rank off this node (there is one: n_nodes > 1) */
+    do
+      best = random_other_rank();
+    while (dist->on_node[best]);
+  return best;
+}
+
 /* Victim choice from the loads the ranks publish in their windows (deque
- * size + pending remote spawns, one MPI_Get of the header each): the more
- * loaded of two random other ranks, -1 when both look empty. Hierarchy:
- * with ranks on several nodes, the first candidate is a rank of this node
- * when there is one, and it wins ties: work stays on the node (where a
- * steal is cheaper) unless another node has more. */
+ * size, one MPI_Get of the header each): the more loaded of two candidates,
+ * -1 when both look empty (pending remote spawns are not stealable). On
+ * one node both are random other ranks (power of two choices). Across
+ * nodes (hierarchy): the first is a rank of this node when there is one,
+ * and it wins ties, so work stays on the node (where a steal is cheaper)
+ * unless another node has more; the second is remote_candidate(), chosen
+ * by the loads read before. */
 static int choose_victim(void) {
   if (dist->nranks < 2)
     return -1;
   int cand[2], nc = dist->nranks > 2 ? 2 : 1;
-  if (dist->n_nodes > 1 && dist->n_node_peers > 0)
-    cand[0] = dist->node_peers[xorshift() % (uint64_t)dist->n_node_peers];
-  else {
-    cand[0] = (int)(xorshift() % (uint64_t)(dist->nranks - 1));
-    if (cand[0] >= dist->rank)
-      cand[0]++;
-  }
-  if (nc == 2) {
-    do {
-      cand[1] = (int)(xorshift() % (uint64_t)(dist->nranks - 1));
-      if (cand[1] >= dist->rank)
-        cand[1]++;
-    } while (cand[1] == cand[0]);
+  if (dist->n_nodes > 1) {
+    if (dist->n_node_peers > 0) {
+      cand[0] = dist->node_peers[xorshift() % (uint64_t)dist->n_node_peers];
+      cand[1] = remote_candidate();
+      nc = 2;
+    } else {
+      cand[0] = remote_candidate();
+      if (nc == 2)
+        do
+          cand[1] = random_other_rank();
+        while (cand[1] == cand[0]);
+    }
+  } else {
+    cand[0] = random_other_rank();
+    if (nc == 2)
+      do
+        cand[1] = random_other_rank();
+      while (cand[1] == cand[0]);
   }
   uint64_t hdr[2][6];
   for (int i = 0; i < nc; i++)
@@ -506,6 +544,7 @@ static int choose_victim(void) {
   int64_t best_load = 0;
   for (int i = 0; i < nc; i++) {
     int64_t deq = (int64_t)(hdr[i][2] - hdr[i][1]); /* bottom - top */
+    dist->load_seen[cand[i]] = deq;
     if (deq > best_load) {
       best_load = deq;
       best = cand[i];
@@ -801,7 +840,7 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
     }
     if (vload(&meta->done) == dist->run)
       break;
-    if (dist->steal_mode == SWARM_DIST_STEAL_MSG)
+    if (dist->serve_msg)
       swarm_dist_serve_requests();
     uint64_t hd = meta->inbox_head;
     dist_inbox_slot_t *s = &meta->inbox[hd % DIST_INBOX_CAP];
@@ -817,13 +856,13 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
     int v = choose_victim();
     if (v >= 0) {
       dist->stats.steal_attempts++;
-      int ok = dist->steal_mode == SWARM_DIST_STEAL_MSG ? steal_msg(v, &e)
-                                                        : steal_rma(v, &e);
+      int by_msg = dist->steal_mode == SWARM_DIST_STEAL_MSG ||
+                   (dist->remote_msg && !dist->on_node[v]);
+      int ok = by_msg ? steal_msg(v, &e) : steal_rma(v, &e);
       if (ok) {
         if (dist_handle_rank(e.thread) != dist->rank)
           dist->stats.migrations++;
-        for (int i = 0; i < dist->n_node_peers; i++)
-          dist->stats.node_steals += dist->node_peers[i] == v;
+        dist->stats.node_steals += dist->on_node[v];
         xfer = run_entry(&e, (void *)1);
         continue;
       }

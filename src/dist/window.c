@@ -252,7 +252,7 @@ static void *progress_main(void *unused) {
                  MPI_STATUS_IGNORE);
       /* Message steals: answered here too, from the oldest continuation
        * (above the running code, so its frames stand still). */
-      if (dist->steal_mode == SWARM_DIST_STEAL_MSG && dist->in_run)
+      if (dist->serve_msg && dist->in_run)
         swarm_dist_serve_requests_nowait();
       /* A thief holds our deque lock: it is mid-steal and each of its
        * next accesses needs us; keep progressing until it lets go. */
@@ -342,6 +342,12 @@ static int find_nodes(void) {
     if (dist->node_peers[i] != dist->rank)
       dist->node_peers[k++] = dist->node_peers[i];
   dist->n_node_peers = k;
+  dist->on_node = calloc((size_t)dist->nranks, 1);
+  dist->load_seen = calloc((size_t)dist->nranks, sizeof *dist->load_seen);
+  if (!dist->on_node || !dist->load_seen)
+    swarm_dist_fatal("out of memory");
+  for (int i = 0; i < k; i++)
+    dist->on_node[dist->node_peers[i]] = 1;
   int leader = node_rank == 0;
   MPI_Allreduce(&leader, &leaders, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   return leaders;
