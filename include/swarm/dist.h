@@ -147,6 +147,8 @@ typedef struct swarm_dist_stats {
   uint64_t ns_steal_lock, ns_steal_index, ns_steal_entry, ns_steal_frames,
       ns_steal_unlock, ns_steal_total;
   uint64_t node_steals; /* steals (of `steals`) from a rank on this node */
+  uint64_t ns_busy;     /* time this rank ran thread code (not scheduling,
+                           stealing or idle), in runs */
 } swarm_dist_stats_t;
 
 int swarm_dist_stats_get(swarm_dist_stats_t *stats);

@@ -166,6 +166,7 @@ typedef struct dist_state {
   void *scratch_sp;   /* save slot of contexts that never resume */
   dist_req_t handoff; /* what a thread hands the scheduler */
   unsigned spawns_since_poll;
+  uint64_t busy_since; /* when the scheduler last switched to a thread */
   uint64_t rng_state;
   swarm_dist_stats_t stats;
   /* latest steals: total, lock, index, entry, frames, unlock (ns), bytes */

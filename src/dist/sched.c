@@ -689,12 +689,15 @@ static void idle_backoff(uint64_t *ns) {
 }
 
 /* Around every switch from the scheduler into thread code: the MPI lock
- * is the progress thread's while threads run (window.c). */
+ * is the progress thread's while threads run (window.c); the time spent
+ * in thread code is counted (stats.ns_busy: once per switch, O(steals)). */
 static inline void leave_scheduler(void) {
   if (dist->progress_on)
     swarm_dist_mpi_unlock();
+  dist->busy_since = dist_now_ns();
 }
 static inline void *back_in_scheduler(void *transfer) {
+  dist->stats.ns_busy += dist_now_ns() - dist->busy_since;
   if (dist->progress_on)
     swarm_dist_mpi_lock();
   return transfer;
