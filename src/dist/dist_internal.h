@@ -183,7 +183,7 @@ void swarm_dist_sched_reset(void);
 void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
                            uint64_t *root_result);
 void swarm_dist_serve_requests(void);
-void swarm_dist_serve_requests_nowait(void);
+int swarm_dist_serve_requests_nowait(void); /* requests answered */
 void swarm_dist_record_steal(uint64_t total, uint64_t lock, uint64_t index,
                              uint64_t entry, uint64_t frames, uint64_t unlock,
                              uint64_t bytes);

@@ -634,13 +634,13 @@ static int steal_msg(int v, dist_entry_t *e) {
 
 /* Answers pending message steals; may_wait 0 (the progress thread):
  * answers "none" rather than wait for the deque lock. */
-static void serve_requests(int may_wait) {
-  for (;;) {
+static int serve_requests(int may_wait) {
+  for (int n = 0;; n++) {
     int flag;
     MPI_Status st;
     MPI_Iprobe(MPI_ANY_SOURCE, TAG_REQ, dist->comm, &flag, &st);
     if (!flag)
-      return;
+      return n;
     int dummy;
     MPI_Recv(&dummy, 1, MPI_INT, st.MPI_SOURCE, TAG_REQ, dist->comm,
              MPI_STATUS_IGNORE);
@@ -657,11 +657,11 @@ static void serve_requests(int may_wait) {
 }
 
 void swarm_dist_serve_requests(void) {
-  serve_requests(1);
+  (void)serve_requests(1);
 }
 
-void swarm_dist_serve_requests_nowait(void) {
-  serve_requests(0);
+int swarm_dist_serve_requests_nowait(void) {
+  return serve_requests(0);
 }
 
 /* ---- the scheduler ----------------------------------------------------- */
