@@ -215,6 +215,7 @@ static inline void dist_mpi_exit(int took) {
 
 /* global.c: window access helpers */
 void swarm_dist_faa(int rank, uint64_t off, int64_t v, uint64_t *old);
+void swarm_dist_add_nowait(int rank, uint64_t off, int64_t v);
 void swarm_dist_get(void *dst, int rank, uint64_t off, size_t n);
 void swarm_dist_put(int rank, uint64_t off, const void *src, size_t n);
 

@@ -312,6 +312,15 @@ static void spawn_safe_point(void) {
     swarm_dist_serve_requests();
   else
     swarm_dist_progress_poll();
+  /* A thief holds our deque lock (maybe got it at this very poll): each of
+   * its next accesses needs our MPI to progress; serve them now rather than
+   * leave them to the progress thread's next turn (up to 0.8 ms away when
+   * it has backed off). O(steals), bounded at 2 ms. */
+  if (dist->progress_on && vload(&dist->meta->lock) != 0) {
+    uint64_t until = dist_now_ns() + 2000000;
+    while (vload(&dist->meta->lock) != 0 && dist_now_ns() < until)
+      swarm_dist_progress_poll();
+  }
   dist_mpi_exit(took);
 }
 
@@ -553,7 +562,15 @@ static int choose_victim(void) {
   return best;
 }
 
-/* One-sided steal: lock, claim top, read entry and frames, unlock. */
+/* One-sided steal, five round trips and a sixth access not waited for:
+ * lock (fetch-and-add), claim top (fetch-and-add +1: THE's thief side, its
+ * old value is the entry taken; under the lock only the holder changes
+ * top), read bottom (roll the claim back if the owner's pop took the
+ * entry meanwhile, or the deque was empty), read the entry, read the
+ * frames, unlock (an accumulate completed locally only: the victim applies
+ * it at its next progress, and the thief goes on at once). The entry
+ * cannot be read with bottom: were the owner pushing that slot, the two
+ * reads could see its old entry and its new bottom. */
 static int steal_rma(int v, dist_entry_t *e) {
   uint64_t t0 = dist_now_ns(), old;
   swarm_dist_faa(v, META_OFF(lock), 1, &old);
@@ -561,21 +578,13 @@ static int steal_rma(int v, dist_entry_t *e) {
     swarm_dist_faa(v, META_OFF(lock), -1, NULL);
     return 0;
   }
-  uint64_t t1 = dist_now_ns();
-  uint64_t ht[2];
-  swarm_dist_get(ht, v, META_OFF(top), sizeof ht);
+  uint64_t t1 = dist_now_ns(), h, t;
+  swarm_dist_faa(v, META_OFF(top), 1, &h);
+  swarm_dist_get(&t, v, META_OFF(bottom), sizeof t);
   /* Indices compare signed: bottom is -1 for a moment when the owner pops
    * an empty deque. */
-  uint64_t h = ht[0], t = ht[1];
-  if ((int64_t)h >= (int64_t)t) {
-    unlock_deque(v);
-    return 0;
-  }
-  uint64_t h1 = h + 1;
-  swarm_dist_put(v, META_OFF(top), &h1, sizeof h1);
-  swarm_dist_get(&t, v, META_OFF(bottom), sizeof t);
-  if ((int64_t)h1 > (int64_t)t) { /* the owner popped it meanwhile */
-    swarm_dist_put(v, META_OFF(top), &h, sizeof h);
+  if ((int64_t)(h + 1) > (int64_t)t) { /* empty, or the owner popped it */
+    swarm_dist_faa(v, META_OFF(top), -1, NULL);
     unlock_deque(v);
     return 0;
   }
@@ -589,7 +598,7 @@ static int steal_rma(int v, dist_entry_t *e) {
   swarm_dist_get((void *)(uintptr_t)e->sp, v,
                  dist->off_region + (e->sp - DIST_UNI_BASE), n);
   uint64_t t4 = dist_now_ns();
-  unlock_deque(v);
+  swarm_dist_add_nowait(v, META_OFF(lock), -1);
   uint64_t t5 = dist_now_ns();
   dist->stats.steals++;
   dist->stats.steal_bytes += n;
