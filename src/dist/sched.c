@@ -882,7 +882,11 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
     idle_backoff(&backoff);
   }
   /* Every rank leaves only once no steal request can still be waiting for
-   * an answer: a thief enters the barrier after its reply came. */
+   * an answer: a thief enters the barrier after its reply came. And every
+   * access it made is complete at its target first: an unlock completed
+   * only locally (steal_rma) must not reach a victim after that victim
+   * has reset its deque for the next run. */
+  MPI_Win_flush_all(dist->win);
   MPI_Request br;
   int done = 0;
   MPI_Ibarrier(dist->comm, &br);
