@@ -525,20 +525,11 @@ static int choose_victim(void) {
   if (dist->nranks < 2)
     return -1;
   int cand[2], nc = dist->nranks > 2 ? 2 : 1;
-  if (dist->n_nodes > 1) {
-    if (dist->n_node_peers > 0) {
-      cand[0] = dist->node_peers[xorshift() % (uint64_t)dist->n_node_peers];
-      cand[1] = remote_candidate();
-      nc = 2;
-    } else {
-      cand[0] = remote_candidate();
-      if (nc == 2)
-        do
-          cand[1] = random_other_rank();
-        while (cand[1] == cand[0]);
-    }
+  if (dist->n_nodes > 1 && dist->n_node_peers > 0) {
+    cand[0] = dist->node_peers[xorshift() % (uint64_t)dist->n_node_peers];
+    cand[1] = remote_candidate(); /* nranks > 2 here */
   } else {
-    cand[0] = random_other_rank();
+    cand[0] = dist->n_nodes > 1 ? remote_candidate() : random_other_rank();
     if (nc == 2)
       do
         cand[1] = random_other_rank();
