@@ -17,6 +17,8 @@
 #                    make nodes, UTS/BTC/fib across 2 and 4 simulated nodes
 #                    x 1-2 ranks and steal_busy (tools/bench-dist.py
 #                    --cluster); JSON lines to $(DIST_RESULTS)
+#   make bench-dist-t1l issue 14's goal: UTS T1L on 2 simulated nodes x 1
+#                    rank vs 1 rank, Open MPI and MPICH, interleaved
 DEPS_GROUPS += mpi cluster
 EXTRA_TESTS += test-dist test-cluster
 
@@ -24,7 +26,7 @@ DIST_RESULTS ?= $(BUILD)/bench/dist-results.jsonl
 DIST_MPIRUN  ?= mpirun --allow-run-as-root --oversubscribe
 DIST_REPS    ?= 5
 
-.PHONY: test-dist test-cluster bench-dist
+.PHONY: test-dist test-cluster bench-dist bench-dist-t1l
 
 test-dist:
 	@if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then \
@@ -54,3 +56,12 @@ bench-dist: build
 	  echo "bench-dist: no figures across simulated nodes: $$why"; }; \
 	python3 tools/bench-dist.py --build $(BUILD) --out $(DIST_RESULTS) --reps $(DIST_REPS) \
 	  --mpirun "$(DIST_MPIRUN)" $$cluster
+
+# Issue 14's goal alone: UTS T1L on 2 simulated nodes x 1 rank against 1
+# rank, Open MPI and MPICH, interleaved rounds (DIST_ROUNDS, default 3).
+# Needs two free cores to show a speed-up.
+DIST_ROUNDS ?= 3
+bench-dist-t1l: build
+	@why=$$(tools/cluster check) || { echo "bench-dist-t1l: $$why"; exit 1; }; \
+	python3 tools/bench-dist.py --build $(BUILD) --out $(BUILD)/bench/dist-t1l.jsonl \
+	  --t1l-goal --rounds $(DIST_ROUNDS)

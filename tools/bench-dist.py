@@ -16,6 +16,13 @@
    steals and migrations per second, steal latency; and steal_busy (a
    victim that computes for 1 s) on one node and across two.
 
+5. With --t1l-goal (make bench-dist-t1l; alone): issue 14's goal, UTS T1L
+   on 2 simulated nodes x 1 rank against 1 rank, with Open MPI and (where
+   built) MPICH, steal modes auto (the default) and msg, --rounds rounds
+   interleaved: speed-up of the median wall times, CPU time of all ranks,
+   per rank the fraction of the wall time spent in thread code and its CPU
+   seconds, steals and migrations per run.
+
 Every program's JSON line goes to --out (one per line); a summary is printed.
 """
 import argparse
@@ -60,6 +67,10 @@ def main():
     ap.add_argument("--cluster", action="store_true")
     ap.add_argument("--cluster-only", action="store_true",
                     help="section 4 alone")
+    ap.add_argument("--t1l-goal", action="store_true",
+                    help="section 5 alone: UTS T1L, 2 nodes x 1 rank vs 1 rank")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="interleaved rounds for --t1l-goal")
     a = ap.parse_args()
     b = a.build
     out_path = a.out or os.path.join(b, "bench", "dist-results.jsonl")
@@ -67,6 +78,9 @@ def main():
     mp = a.mpirun
     create, steal, thr, clus = {}, {}, [], None
     with open(out_path, "w") as out:
+        if a.t1l_goal:
+            t1l_goal(a, b, out)
+            return
         if a.cluster_only:
             clus = cluster_runs(a, b, out)
             print_cluster(*clus)
@@ -148,7 +162,7 @@ def cluster_runs(a, b, out):
                 hosts = ",".join(f"node{i}:{k}" for i in range(1, n + 1))
                 cmd = f"{cl} exec node1 {mp} --mca plm_rsh_agent {rsh} --host {hosts} -n {n * k}"
                 for name, prog, args in work:
-                    for mode in ("rma", "msg"):
+                    for mode in ("auto", "rma", "msg"):
                         reps = 1 if name == "T1L" else 3
                         r = run(f"{cmd} {b}/bench/dist/{prog} {args} --reps {reps} --steal {mode}", out)
                         runs.append((name, n, k, mode, r))
@@ -173,6 +187,46 @@ def print_cluster(base, runs, busy):
     for r in busy:
         print(f"  {r['nodes']} node(s), {r['window']} window: stolen {r['stolen']}/5, wait median "
               f"{r['wait_us_median']:.1f} us (max {r['wait_us_max']:.1f}), steal {r['steal_us']:.1f} us")
+
+
+def t1l_goal(a, b, out):
+    """Section 5: UTS T1L, 2 simulated nodes x 1 rank against 1 rank."""
+    cl = os.path.join(ROOT, "tools", "cluster")
+    rsh = os.path.join(ROOT, "tools", "cluster-rsh")
+    args = f"{TREES['T1L']} --reps 1 --warmup 0"
+    mp = "mpirun --allow-run-as-root --oversubscribe --bind-to none"
+    mpis = [("Open MPI", f"{mp} -n 1 {b}/bench/dist/uts",
+             f"{cl} exec node1 {mp} --mca plm_rsh_agent {rsh} --host node1,node2 -n 2 "
+             f"{b}/bench/dist/uts")]
+    hydra = subprocess.run(["sh", "-c", "command -v mpiexec.hydra"], capture_output=True)
+    if hydra.returncode == 0 and os.access(f"{b}/bench/dist-mpich/uts", os.X_OK):
+        mpis.append(("MPICH", f"mpiexec.hydra -n 1 {b}/bench/dist-mpich/uts",
+                     f"{cl} exec node1 mpiexec.hydra -launcher ssh -launcher-exec {rsh} "
+                     f"-hosts node1,node2 -n 2 {b}/bench/dist-mpich/uts"))
+    res = {}
+    subprocess.run([cl, "up", "2"], check=True, capture_output=True)
+    try:
+        for _ in range(a.rounds):
+            for mpi, one, two in mpis:
+                res.setdefault((mpi, "1 rank"), []).append(run(f"{one} {args}", out))
+                for mode in ("auto", "msg"):
+                    res.setdefault((mpi, mode), []).append(
+                        run(f"{two} {args} --steal {mode}", out))
+    finally:
+        subprocess.run([cl, "down"], capture_output=True)
+    print(f"\nUTS T1L (102,181,082 nodes), 2 simulated nodes x 1 rank vs 1 rank, "
+          f"{a.rounds} interleaved rounds (load {os.getloadavg()[0]:.1f} at the end):")
+    for (mpi, mode), rs in res.items():
+        base = statistics.median(r["seconds_median"] for r in res[(mpi, "1 rank")])
+        wall = statistics.median(r["seconds_median"] for r in rs)
+        cpu = statistics.median(r["cpu_seconds"] for r in rs)
+        ok = all(r["correct"] for r in rs)
+        line = f"  {mpi:8} {mode:6}  wall {wall:7.2f} s  speed-up {base / wall:5.2f}x  cpu {cpu:7.2f} s"
+        if mode != "1 rank":
+            line += (f"  busy/cpu per rank {rs[len(rs) // 2]['per_rank_busy_cpu']}"
+                     f"  steals {statistics.median(r['remote_steals'] for r in rs):.0f}"
+                     f"  migrations {statistics.median(r['migrations'] for r in rs):.0f}")
+        print(line + f"  correct={ok}")
 
 
 if __name__ == "__main__":

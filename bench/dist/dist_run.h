@@ -6,8 +6,9 @@
  * swarm_dist_run on every rank, and print from rank 0 one JSON line with
  * the common fields plus ranks, nodes, window (shared or created), steal,
  * remote_steals, migrations,
- * suspensions, CPU seconds of all ranks, and one steal's latency (median)
- * and its breakdown.
+ * suspensions, CPU seconds of all ranks, per rank the fraction of the
+ * wall time spent in thread code and its CPU seconds (per_rank_busy_cpu),
+ * and one steal's latency (median) and its breakdown.
  */
 #ifndef SWARM_BENCH_DIST_RUN_H
 #define SWARM_BENCH_DIST_RUN_H
@@ -27,7 +28,8 @@ typedef struct dist_bench {
   uint64_t result;
   swarm_dist_stats_t delta; /* summed over ranks, timed repetitions only */
   swarm_dist_steal_profile_t profile; /* medians, timed repetitions */
-  double cpu_seconds; /* user+system CPU of all ranks per repetition */
+  double cpu_seconds;  /* user+system CPU of all ranks per repetition */
+  char per_rank[1024]; /* rank 0: "busy fraction/CPU s" of every rank */
 } dist_bench_t;
 
 static inline void dist_bench_init(int *argc, char ***argv) {
@@ -56,8 +58,9 @@ static inline void dist_bench_run(dist_bench_t *b, void *(*root)(void *),
   void *r;
   for (int i = 0; i < b->args.warmup; i++)
     swarm_dist_run(root, arg, &r);
-  swarm_dist_stats_t before, after;
+  swarm_dist_stats_t before, after, mine0, mine1;
   swarm_dist_stats_sum(&before);
+  swarm_dist_stats_get(&mine0);
   swarm_dist_steal_profile_reset();
   double cpu0 = dist_cpu_seconds();
   for (int i = 0; i < b->args.reps; i++) {
@@ -69,6 +72,25 @@ static inline void dist_bench_run(dist_bench_t *b, void *(*root)(void *),
   double cpu = dist_cpu_seconds() - cpu0;
   MPI_Allreduce(&cpu, &b->cpu_seconds, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   b->cpu_seconds /= b->args.reps;
+  /* Per rank: the fraction of the timed wall time it ran thread code, and
+   * its CPU seconds per repetition (is every rank kept busy?). */
+  swarm_dist_stats_get(&mine1);
+  double wall = 0, mine[2];
+  for (int i = 0; i < b->args.reps; i++)
+    wall += b->times[i];
+  mine[0] =
+      wall > 0 ? 1e-9 * (double)(mine1.ns_busy - mine0.ns_busy) / wall : 0;
+  mine[1] = cpu / b->args.reps;
+  int nr = swarm_dist_ranks(), me = swarm_dist_rank();
+  double *all = me == 0 ? malloc(sizeof(double) * 2 * (size_t)nr) : NULL;
+  MPI_Gather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  b->per_rank[0] = 0;
+  for (int i = 0; all && i < nr; i++) {
+    size_t n = strlen(b->per_rank);
+    snprintf(b->per_rank + n, sizeof b->per_rank - n, "%s%.2f/%.2f",
+             i ? " " : "", all[2 * i], all[2 * i + 1]);
+  }
+  free(all);
   swarm_dist_stats_sum(&after);
   swarm_dist_steal_profile(&b->profile);
   b->result = (uint64_t)(uintptr_t)r;
@@ -105,13 +127,13 @@ static inline void dist_bench_report(dist_bench_t *b, const char *bench,
     bench_json_int(&j, "ranks", swarm_dist_ranks());
     bench_json_int(&j, "nodes", swarm_dist_nodes());
     bench_json_str(&j, "window", swarm_dist_window_path());
-    bench_json_str(&j, "steal",
-                   swarm_dist_steal_mode() == SWARM_DIST_STEAL_MSG ? "msg"
-                                                                   : "rma");
+    bench_json_str(&j, "steal", swarm_dist_steal_name(swarm_dist_steal_mode()));
     /* CPU time of all ranks (idle ones' polling included): on a machine
      * with no free core, cpu_seconds against P = 1's shows how much work
      * distribution adds, when wall time cannot show speed-up. */
     bench_json_double(&j, "cpu_seconds", b->cpu_seconds);
+    /* "busy/cpu" per rank: fraction of wall time in thread code, CPU s */
+    bench_json_str(&j, "per_rank_busy_cpu", b->per_rank);
     bench_json_double(&j, "remote_steals", (double)s->steals / reps);
     bench_json_double(&j, "node_steals", (double)s->node_steals / reps);
     bench_json_double(&j, "migrations", (double)s->migrations / reps);

@@ -87,8 +87,8 @@ int main(int argc, char **argv) {
            "\"steal_index_us\":%.1f,\"steal_entry_us\":%.1f,"
            "\"steal_frames_us\":%.1f,\"steal_unlock_us\":%.1f}\n",
            swarm_dist_ranks(), swarm_dist_nodes(), swarm_dist_window_path(),
-           swarm_dist_steal_mode() == SWARM_DIST_STEAL_MSG ? "msg" : "rma",
-           compute_ms, reps, stolen, 1e-3 * (double)waits[reps / 2],
+           swarm_dist_steal_name(swarm_dist_steal_mode()), compute_ms, reps,
+           stolen, 1e-3 * (double)waits[reps / 2],
            1e-3 * (double)waits[reps - 1], 1e-3 * p.total_ns, 1e-3 * p.lock_ns,
            1e-3 * p.index_ns, 1e-3 * p.entry_ns, 1e-3 * p.frames_ns,
            1e-3 * p.unlock_ns);

@@ -53,10 +53,15 @@ extern "C" {
 /* How idle ranks steal. RMA: the thief locks the victim's deque with
  * MPI_Fetch_and_op and reads the entry and the frames with MPI_Get; the
  * victim takes no part. MSG: the thief sends a request; the victim answers
- * it (with the frames) when it polls, every few spawns or when idle. */
+ * it (with the frames) when it polls, every few spawns or when idle (and,
+ * on the created window, from its progress thread). AUTO (the default):
+ * RMA from ranks on the thief's own node, messages to ranks on other
+ * nodes (over TCP an RMA steal costs seven round trips, a message steal
+ * one); on one node AUTO is RMA. */
 typedef enum swarm_dist_steal {
   SWARM_DIST_STEAL_RMA = 0,
   SWARM_DIST_STEAL_MSG = 1,
+  SWARM_DIST_STEAL_AUTO = 2,
 } swarm_dist_steal_t;
 
 /* Starts MPI (MPI_Init_thread, FUNNELED) and the distributed runtime.
@@ -68,10 +73,10 @@ typedef enum swarm_dist_steal {
  * its libraries) across ranks and returns EADDRNOTAVAIL, having printed
  * which object differs on which rank, when they disagree.
  *
- * Removes and obeys `--steal rma|msg` in argv (overrides the environment
- * variable SWARM_DIST_STEAL=rma|msg; default rma). Sizes per rank, from the
- * environment: SWARM_DIST_STACK (uni-address region, default 16 MiB),
- * SWARM_DIST_HEAP (evacuated stacks, default 64 MiB), SWARM_DIST_GLOBAL
+ * Removes and obeys `--steal rma|msg|auto` in argv (overrides the
+ * environment variable SWARM_DIST_STEAL=rma|msg|auto; default auto). Sizes per
+ * rank, from the environment: SWARM_DIST_STACK (uni-address region, default 16
+ * MiB), SWARM_DIST_HEAP (evacuated stacks, default 64 MiB), SWARM_DIST_GLOBAL
  * (swarm_global_alloc, default 16 MiB); suffixes K, M, G.
  *
  * Returns 0, EADDRNOTAVAIL (addresses differ), ENOTSUP (not x86-64, or the
@@ -98,6 +103,8 @@ int swarm_spawn_on(int rank, swarm_thread_t *thread, void *(*fn)(void *),
 int swarm_dist_rank(void);  /* this process's rank in MPI_COMM_WORLD */
 int swarm_dist_ranks(void); /* number of ranks */
 swarm_dist_steal_t swarm_dist_steal_mode(void);
+/* "rma", "msg" or "auto" (the names --steal takes); "?" for other values. */
+const char *swarm_dist_steal_name(swarm_dist_steal_t mode);
 /* How the uni-address region is exposed to other ranks, chosen at
  * swarm_dist_init (SWARM_DIST_WINDOW=auto|shared|created): "shared"
  * (MPI_Win_allocate, every rank on one node, a steal is loads and stores)
@@ -140,6 +147,8 @@ typedef struct swarm_dist_stats {
   uint64_t ns_steal_lock, ns_steal_index, ns_steal_entry, ns_steal_frames,
       ns_steal_unlock, ns_steal_total;
   uint64_t node_steals; /* steals (of `steals`) from a rank on this node */
+  uint64_t ns_busy;     /* time this rank ran thread code (not scheduling,
+                           stealing or idle), in runs */
 } swarm_dist_stats_t;
 
 int swarm_dist_stats_get(swarm_dist_stats_t *stats);

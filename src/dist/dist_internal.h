@@ -125,6 +125,10 @@ typedef struct dist_state {
   int n_nodes;     /* ranks that share memory count as one node */
   int *node_peers; /* the other ranks on this node (thieves try first) */
   int n_node_peers;
+  unsigned char *on_node;   /* on_node[r]: rank r is on this node (not self) */
+  int64_t *load_seen;       /* the deque size last read from each rank */
+  int serve_msg;            /* this rank answers message steals */
+  int remote_msg;           /* AUTO across nodes: other nodes by message */
   int window_path;          /* 0 shared (MPI_Win_allocate), 1 created */
   int thread_level;         /* what MPI_Init_thread provided */
   int spawn_poll;           /* a running thread polls MPI at spawns, */
@@ -158,10 +162,11 @@ typedef struct dist_state {
   /* the running thread: top of its stack and handle */
   uint64_t cur_stack_top, cur_thread;
   void *sched_sp;     /* the scheduler context (main thread's stack) */
-  void *spawn_sp;     /* save slot of swarm_spawn (read by its after hook) */
+  void *spawn_sp;     /* save slot of a joiner that suspends */
   void *scratch_sp;   /* save slot of contexts that never resume */
   dist_req_t handoff; /* what a thread hands the scheduler */
   unsigned spawns_since_poll;
+  uint64_t busy_since; /* when the scheduler last switched to a thread */
   uint64_t rng_state;
   swarm_dist_stats_t stats;
   /* latest steals: total, lock, index, entry, frames, unlock (ns), bytes */
@@ -178,7 +183,7 @@ void swarm_dist_sched_reset(void);
 void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
                            uint64_t *root_result);
 void swarm_dist_serve_requests(void);
-void swarm_dist_serve_requests_nowait(void);
+int swarm_dist_serve_requests_nowait(void); /* requests answered */
 void swarm_dist_record_steal(uint64_t total, uint64_t lock, uint64_t index,
                              uint64_t entry, uint64_t frames, uint64_t unlock,
                              uint64_t bytes);
@@ -210,6 +215,7 @@ static inline void dist_mpi_exit(int took) {
 
 /* global.c: window access helpers */
 void swarm_dist_faa(int rank, uint64_t off, int64_t v, uint64_t *old);
+void swarm_dist_add_nowait(int rank, uint64_t off, int64_t v);
 void swarm_dist_get(void *dst, int rank, uint64_t off, size_t n);
 void swarm_dist_put(int rank, uint64_t off, const void *src, size_t n);
 

@@ -23,6 +23,19 @@ void swarm_dist_faa(int rank, uint64_t off, int64_t v, uint64_t *old) {
   dist_mpi_exit(took);
 }
 
+/* Atomically adds v without waiting for it to reach the target: completes
+ * at the origin only (MPI_Win_flush_local: the operation has left this
+ * process; the target applies it at its next progress). Later accumulates
+ * from this rank to the same word are applied after it (MPI's default
+ * accumulate ordering). */
+void swarm_dist_add_nowait(int rank, uint64_t off, int64_t v) {
+  int took = dist_mpi_enter();
+  MPI_Accumulate(&v, 1, MPI_INT64_T, rank, (MPI_Aint)off, 1, MPI_INT64_T,
+                 MPI_SUM, dist->win);
+  MPI_Win_flush_local(rank, dist->win);
+  dist_mpi_exit(took);
+}
+
 void swarm_dist_get(void *dst, int rank, uint64_t off, size_t n) {
   if (n == 0)
     return;

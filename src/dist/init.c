@@ -223,8 +223,10 @@ static int parse_steal(const char *s, swarm_dist_steal_t *out) {
     *out = SWARM_DIST_STEAL_RMA;
   else if (strcmp(s, "msg") == 0)
     *out = SWARM_DIST_STEAL_MSG;
+  else if (strcmp(s, "auto") == 0)
+    *out = SWARM_DIST_STEAL_AUTO;
   else {
-    fprintf(stderr, "swarm-dist: steal mode '%s': want rma or msg\n", s);
+    fprintf(stderr, "swarm-dist: steal mode '%s': want rma, msg or auto\n", s);
     return EINVAL;
   }
   return 0;
@@ -271,7 +273,7 @@ int swarm_dist_init(int *argc, char ***argv) {
   if (!inited)
     aslr_reexec(*argv);
   collect_startup_objects();
-  swarm_dist_steal_t steal = SWARM_DIST_STEAL_RMA;
+  swarm_dist_steal_t steal = SWARM_DIST_STEAL_AUTO;
   const char *env = getenv("SWARM_DIST_STEAL");
   int e = env && *env ? parse_steal(env, &steal) : 0;
   int e2 = take_steal_flag(argc, *argv, &steal);
@@ -315,9 +317,16 @@ int swarm_dist_init(int *argc, char ***argv) {
    * created window it lets MPI apply RMA every 1024 (~0.1 ms of fib; the
    * progress thread bounds the wait anyway, and an MPI_Iprobe every 32
    * spawns would be 3 million calls in UTS T1L). */
-  dist->spawn_poll =
-      dist->steal_mode == SWARM_DIST_STEAL_MSG || dist->window_path == 1;
-  dist->spawn_poll_mask = dist->steal_mode == SWARM_DIST_STEAL_MSG ? 31 : 1023;
+  /* AUTO across nodes answers message steals from other nodes at every
+   * 256th spawn (the progress thread answers in between). */
+  dist->remote_msg =
+      dist->steal_mode == SWARM_DIST_STEAL_AUTO && dist->n_nodes > 1;
+  dist->serve_msg =
+      dist->steal_mode == SWARM_DIST_STEAL_MSG || dist->remote_msg;
+  dist->spawn_poll = dist->serve_msg || dist->window_path == 1;
+  dist->spawn_poll_mask = dist->steal_mode == SWARM_DIST_STEAL_MSG ? 31
+                          : dist->remote_msg                       ? 255
+                                                                   : 1023;
   dist->initialized = 1;
   const char *stats = getenv("SWARM_STATS");
   if (stats && *stats && strcmp(stats, "0") != 0 && dist->rank == 0)
@@ -325,7 +334,9 @@ int swarm_dist_init(int *argc, char ***argv) {
             "swarm-dist: %d ranks on %d nodes, window %s, %s stealing, "
             "progress thread %s\n",
             dist->nranks, dist->n_nodes, swarm_dist_window_path(),
-            dist->steal_mode == SWARM_DIST_STEAL_MSG ? "message" : "RMA",
+            dist->steal_mode == SWARM_DIST_STEAL_MSG ? "message"
+            : dist->remote_msg ? "RMA on the node, message across nodes"
+                               : "RMA",
             dist->progress_on ? "on" : "off");
   return 0;
 #endif
@@ -339,6 +350,8 @@ int swarm_dist_finalize(void) {
   MPI_Comm_free(&dist->comm);
   free(dist->evac_pending);
   free(dist->node_peers);
+  free(dist->on_node);
+  free(dist->load_seen);
   memset(dist, 0, sizeof *dist);
   MPI_Finalize();
   return 0;
@@ -374,6 +387,18 @@ int swarm_dist_nodes(void) {
 }
 swarm_dist_steal_t swarm_dist_steal_mode(void) {
   return dist->steal_mode;
+}
+
+const char *swarm_dist_steal_name(swarm_dist_steal_t mode) {
+  switch (mode) {
+  case SWARM_DIST_STEAL_RMA:
+    return "rma";
+  case SWARM_DIST_STEAL_MSG:
+    return "msg";
+  case SWARM_DIST_STEAL_AUTO:
+    return "auto";
+  }
+  return "?";
 }
 
 int swarm_dist_stats_get(swarm_dist_stats_t *s) {

@@ -188,43 +188,66 @@ static void unlock_deque(int rank) {
   swarm_dist_faa(rank, META_OFF(lock), -1, NULL);
 }
 
-static inline void deq_push(uint64_t sp, uint64_t base, uint64_t thread) {
+/* Pushes the running thread's continuation; its sp is not known yet: the
+ * entry is published with sp = 0 and swarm_arch_spawn stores the saved
+ * stack pointer into the returned slot as its last write to the parent's
+ * stack (context.h, PUBLISH_LAST). Whoever takes the entry waits for a
+ * nonzero sp (entry_wait_sp, steal_rma). */
+static inline uint64_t *deq_push(uint64_t base, uint64_t thread) {
   dist_meta_t *meta = dist->meta;
   uint64_t t = meta->bottom;
   /* Signed: top may exceed bottom by one for a moment (a thief's tentative
    * increment racing our pop, rolled back by the thief). */
-  if ((int64_t)(t - vload(&meta->top)) >= DIST_DEQ_CAP)
+  if (__builtin_expect((int64_t)(t - vload(&meta->top)) >= DIST_DEQ_CAP, 0))
     swarm_dist_fatal("rank %d: spawn chain deeper than %d (bottom %llu, "
                      "top %llu)",
                      dist->rank, DIST_DEQ_CAP, (unsigned long long)t,
                      (unsigned long long)vload(&meta->top));
   dist_entry_t *e = &meta->deq[t % DIST_DEQ_CAP];
-  e->sp = sp;
+  vstore(&e->sp, 0);
   e->base = base;
   e->thread = thread;
   compiler_barrier(); /* x86-64 (TSO): the entry is visible before bottom */
   vstore(&meta->bottom, t + 1);
+  return &e->sp;
+}
+
+/* The owner's side of a taken entry whose parent may still be between
+ * deq_push and the end of its switch (only the progress thread can see
+ * that: the main thread is then running the spawn itself). */
+static void entry_wait_sp(dist_entry_t *e) {
+  while (vload(&e->sp) == 0)
+    sched_yield();
+  compiler_barrier();
+}
+
+/* deq_pop's conflict with a thief over the last entry (t): settle it
+ * under the lock. Returns whether the entry is still ours. */
+__attribute__((noinline)) static int deq_pop_conflict(uint64_t t) {
+  dist_meta_t *meta = dist->meta;
+  vstore(&meta->bottom, t + 1);
+  lock_deque(dist->rank);
+  vstore(&meta->bottom, t);
+  if ((int64_t)vload(&meta->top) > (int64_t)t) {
+    vstore(&meta->bottom, t + 1);
+    unlock_deque(dist->rank);
+    return 0;
+  }
+  unlock_deque(dist->rank);
+  return 1;
 }
 
 /* THE protocol: the owner takes the youngest entry. */
-static int deq_pop(dist_entry_t *out) {
+static inline int deq_pop(dist_entry_t *out) {
   dist_meta_t *meta = dist->meta;
   /* No "top >= bottom: empty" shortcut: a thief's tentative top + 1 may
    * be rolled back, and the entry would then be left behind. */
   uint64_t t = meta->bottom - 1;
   vstore(&meta->bottom, t);
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  if ((int64_t)vload(&meta->top) > (int64_t)t) {
-    vstore(&meta->bottom, t + 1);
-    lock_deque(dist->rank);
-    vstore(&meta->bottom, t);
-    if ((int64_t)vload(&meta->top) > (int64_t)t) {
-      vstore(&meta->bottom, t + 1);
-      unlock_deque(dist->rank);
-      return 0;
-    }
-    unlock_deque(dist->rank);
-  }
+  if (__builtin_expect((int64_t)vload(&meta->top) > (int64_t)t, 0) &&
+      !deq_pop_conflict(t))
+    return 0;
   *out = meta->deq[t % DIST_DEQ_CAP];
   return 1;
 }
@@ -248,6 +271,7 @@ static int deq_take_oldest(dist_entry_t *out, int may_wait) {
     if ((int64_t)(h + 1) > (int64_t)vload(&meta->bottom)) {
       vstore(&meta->top, h);
     } else {
+      entry_wait_sp(&meta->deq[h % DIST_DEQ_CAP]);
       *out = meta->deq[h % DIST_DEQ_CAP];
       ok = 1;
     }
@@ -258,30 +282,7 @@ static int deq_take_oldest(dist_entry_t *out, int may_wait) {
 
 /* ---- threads ----------------------------------------------------------- */
 
-typedef struct spawn_args {
-  void *(*fn)(void *);
-  void *arg;
-  uint64_t thread;
-  uint64_t base; /* the child's stack top */
-} spawn_args_t;
-
 static _Noreturn void thread_exit(void *result);
-
-static void thread_entry(void *p) {
-  spawn_args_t a;
-  memcpy(&a, p, sizeof a); /* p is in the parent's frame: read it now */
-  compiler_barrier();
-  thread_exit(a.fn(a.arg));
-}
-
-/* Runs on the child's stack once the parent is saved: publish the parent. */
-static void *after_push_parent(void *p) {
-  spawn_args_t *a = p;
-  deq_push((uint64_t)dist->spawn_sp, dist->cur_stack_top, dist->cur_thread);
-  dist->cur_stack_top = a->base;
-  dist->cur_thread = a->thread;
-  return p;
-}
 
 static _Noreturn void thread_exit(void *result) {
   uint64_t self = dist->cur_thread;
@@ -294,7 +295,7 @@ static _Noreturn void thread_exit(void *result) {
     vstore(&r->state, 1);
     dist->cur_stack_top = e.base;
     dist->cur_thread = e.thread;
-    swarm_arch_resume((void *)(uintptr_t)e.sp, NULL, NULL);
+    swarm_arch_resume_plain((void *)(uintptr_t)e.sp, NULL);
   }
   dist->handoff.kind = DIST_REQ_EXIT;
   dist->handoff.thread = self;
@@ -307,36 +308,48 @@ static _Noreturn void thread_exit(void *result) {
  * answer message steals, or (created window) let MPI apply RMA. */
 static void spawn_safe_point(void) {
   int took = dist_mpi_enter();
-  if (dist->steal_mode == SWARM_DIST_STEAL_MSG)
+  if (dist->serve_msg)
     swarm_dist_serve_requests();
   else
     swarm_dist_progress_poll();
+  /* A thief holds our deque lock (maybe got it at this very poll): each of
+   * its next accesses needs our MPI to progress; serve them now rather than
+   * leave them to the progress thread's next turn (up to 0.8 ms away when
+   * it has backed off). O(steals), bounded at 2 ms. */
+  if (dist->progress_on && vload(&dist->meta->lock) != 0) {
+    uint64_t until = dist_now_ns() + 2000000;
+    while (vload(&dist->meta->lock) != 0 && dist_now_ns() < until)
+      swarm_dist_progress_poll();
+  }
   dist_mpi_exit(took);
 }
 
+/* The spawn's fast path: a record from the free list, the parent pushed
+ * (its sp filled in by the switch itself), the child started on the same
+ * stack with swarm_arch_spawn, which runs thread_exit(fn(arg)): no entry
+ * function, no after step. */
 int swarm_spawn(swarm_thread_t *thread, const swarm_attr_t *attr,
                 void *(*fn)(void *), void *arg) {
-  if (!thread || !fn)
-    return EINVAL;
-  if (!dist->in_run || !dist->cur_thread)
-    return EPERM;
-  if (attr)
-    return ENOTSUP; /* dist threads have no attributes */
+  if (__builtin_expect(!thread || !fn || attr || !dist->cur_thread, 0))
+    return !thread || !fn ? EINVAL : !dist->cur_thread ? EPERM : ENOTSUP;
+  /* cur_thread != 0 implies in_run: it is set only by the scheduler of a
+   * run and cleared before the run ends. */
   uint64_t idx = rec_alloc();
   uint64_t h = dist_handle(dist->rank, idx);
   *thread = h;
   uintptr_t sp;
   __asm__ volatile("movq %%rsp, %0" : "=r"(sp));
-  /* Below what swarm_arch_start pushes (return address + 56 bytes). */
+  /* Below what swarm_arch_spawn pushes (return address + 56 bytes). */
   uintptr_t top = (sp - 256) & ~(uintptr_t)15;
-  if (top < DIST_UNI_BASE + 64 * 1024)
+  if (__builtin_expect(top < DIST_UNI_BASE + 64 * 1024, 0))
     swarm_dist_fatal("rank %d: uni-address region (SWARM_DIST_STACK=%zu) "
                      "overflows",
                      dist->rank, dist->region_size);
-  spawn_args_t a = {fn, arg, h, top};
   dist->stats.spawns++;
-  swarm_arch_start(&dist->spawn_sp, (void *)top, thread_entry,
-                   after_push_parent, &a);
+  uint64_t *save = deq_push(dist->cur_stack_top, dist->cur_thread);
+  dist->cur_stack_top = top;
+  dist->cur_thread = h;
+  swarm_arch_spawn((void **)save, (void *)top, fn, arg, thread_exit);
   /* Here again: the child finished (or the parent was stolen and resumed
    * on another rank, maybe with the child still running). */
   if (dist->spawn_poll &&
@@ -360,13 +373,17 @@ static void rec_read(uint64_t h, uint64_t *state, uint64_t *result) {
   }
 }
 
-int swarm_join(swarm_thread_t h, void **result) {
+__attribute__((noinline)) static int join_slow(swarm_thread_t h,
+                                               void **result) {
   if (!(h & DIST_H_FLAG) || dist_handle_rank(h) >= dist->nranks)
     return ESRCH;
   if (!dist->in_run || !dist->cur_thread)
     return EPERM;
   if (h == dist->cur_thread)
     return EDEADLK;
+  if (dist_handle_rank(h) == dist->rank &&
+      (dist_handle_idx(h) == 0 || dist_handle_idx(h) >= dist->records_bump))
+    return ESRCH;
   uint64_t state, res;
   rec_read(h, &state, &res);
   if (state == 0) {
@@ -383,6 +400,26 @@ int swarm_join(swarm_thread_t h, void **result) {
   /* A record on another rank stays allocated until the run ends: remote
    * joins are O(steals). */
   return 0;
+}
+
+/* The join's fast path: a child created here that has finished (the usual
+ * case: it ran to its end before its parent went on). Everything else,
+ * errors included, goes through join_slow. */
+int swarm_join(swarm_thread_t h, void **result) {
+  uint64_t i = h - dist_handle(dist->rank, 0);
+  if (__builtin_expect(i - 1 < dist->records_bump - 1 && dist->cur_thread &&
+                           h != dist->cur_thread,
+                       1)) {
+    dist_rec_t *r = &dist->records[i];
+    if (__builtin_expect(vload(&r->state) != 0, 1)) {
+      compiler_barrier();
+      if (result)
+        *result = (void *)(uintptr_t)vload(&r->result);
+      rec_free_local(i);
+      return 0;
+    }
+  }
+  return join_slow(h, result);
 }
 
 swarm_thread_t swarm_self(void) {
@@ -445,29 +482,58 @@ static uint64_t xorshift(void) {
   return dist->rng_state = x;
 }
 
+static int random_other_rank(void) {
+  int r = (int)(xorshift() % (uint64_t)(dist->nranks - 1));
+  return r >= dist->rank ? r + 1 : r;
+}
+
+/* A victim on another node, guided by the loads the ranks publish (HIVE):
+ * the rank with the largest deque size read so far (dist->load_seen, kept
+ * fresh by every header a thief reads), starting the scan at a random rank
+ * so that ties spread; a random one when none was seen loaded, and one
+ * time in four anyway, so that stale zeros get read again. */
+static int remote_candidate(void) {
+  int n = dist->nranks, best = -1;
+  if (xorshift() & 3) {
+    int64_t best_load = 0;
+    int start = (int)(xorshift() % (uint64_t)n);
+    for (int k = 0; k < n; k++) {
+      int r = start + k < n ? start + k : start + k - n;
+      if (r != dist->rank && !dist->on_node[r] &&
+          dist->load_seen[r] > best_load) {
+        best_load = dist->load_seen[r];
+        best = r;
+      }
+    }
+  }
+  if (best < 0) /* a random rank off this node (there is one: n_nodes > 1) */
+    do
+      best = random_other_rank();
+    while (dist->on_node[best]);
+  return best;
+}
+
 /* Victim choice from the loads the ranks publish in their windows (deque
- * size + pending remote spawns, one MPI_Get of the header each): the more
- * loaded of two random other ranks, -1 when both look empty. Hierarchy:
- * with ranks on several nodes, the first candidate is a rank of this node
- * when there is one, and it wins ties: work stays on the node (where a
- * steal is cheaper) unless another node has more. */
+ * size, one MPI_Get of the header each): the more loaded of two candidates,
+ * -1 when both look empty (pending remote spawns are not stealable). On
+ * one node both are random other ranks (power of two choices). Across
+ * nodes (hierarchy): the first is a rank of this node when there is one,
+ * and it wins ties, so work stays on the node (where a steal is cheaper)
+ * unless another node has more; the second is remote_candidate(), chosen
+ * by the loads read before. */
 static int choose_victim(void) {
   if (dist->nranks < 2)
     return -1;
   int cand[2], nc = dist->nranks > 2 ? 2 : 1;
-  if (dist->n_nodes > 1 && dist->n_node_peers > 0)
+  if (dist->n_nodes > 1 && dist->n_node_peers > 0) {
     cand[0] = dist->node_peers[xorshift() % (uint64_t)dist->n_node_peers];
-  else {
-    cand[0] = (int)(xorshift() % (uint64_t)(dist->nranks - 1));
-    if (cand[0] >= dist->rank)
-      cand[0]++;
-  }
-  if (nc == 2) {
-    do {
-      cand[1] = (int)(xorshift() % (uint64_t)(dist->nranks - 1));
-      if (cand[1] >= dist->rank)
-        cand[1]++;
-    } while (cand[1] == cand[0]);
+    cand[1] = remote_candidate(); /* nranks > 2 here */
+  } else {
+    cand[0] = dist->n_nodes > 1 ? remote_candidate() : random_other_rank();
+    if (nc == 2)
+      do
+        cand[1] = random_other_rank();
+      while (cand[1] == cand[0]);
   }
   uint64_t hdr[2][6];
   for (int i = 0; i < nc; i++)
@@ -478,6 +544,7 @@ static int choose_victim(void) {
   int64_t best_load = 0;
   for (int i = 0; i < nc; i++) {
     int64_t deq = (int64_t)(hdr[i][2] - hdr[i][1]); /* bottom - top */
+    dist->load_seen[cand[i]] = deq;
     if (deq > best_load) {
       best_load = deq;
       best = cand[i];
@@ -486,7 +553,15 @@ static int choose_victim(void) {
   return best;
 }
 
-/* One-sided steal: lock, claim top, read entry and frames, unlock. */
+/* One-sided steal, five round trips and a sixth access not waited for:
+ * lock (fetch-and-add), claim top (fetch-and-add +1: THE's thief side, its
+ * old value is the entry taken; under the lock only the holder changes
+ * top), read bottom (roll the claim back if the owner's pop took the
+ * entry meanwhile, or the deque was empty), read the entry, read the
+ * frames, unlock (an accumulate completed locally only: the victim applies
+ * it at its next progress, and the thief goes on at once). The entry
+ * cannot be read with bottom: were the owner pushing that slot, the two
+ * reads could see its old entry and its new bottom. */
 static int steal_rma(int v, dist_entry_t *e) {
   uint64_t t0 = dist_now_ns(), old;
   swarm_dist_faa(v, META_OFF(lock), 1, &old);
@@ -494,33 +569,27 @@ static int steal_rma(int v, dist_entry_t *e) {
     swarm_dist_faa(v, META_OFF(lock), -1, NULL);
     return 0;
   }
-  uint64_t t1 = dist_now_ns();
-  uint64_t ht[2];
-  swarm_dist_get(ht, v, META_OFF(top), sizeof ht);
+  uint64_t t1 = dist_now_ns(), h, t;
+  swarm_dist_faa(v, META_OFF(top), 1, &h);
+  swarm_dist_get(&t, v, META_OFF(bottom), sizeof t);
   /* Indices compare signed: bottom is -1 for a moment when the owner pops
    * an empty deque. */
-  uint64_t h = ht[0], t = ht[1];
-  if ((int64_t)h >= (int64_t)t) {
-    unlock_deque(v);
-    return 0;
-  }
-  uint64_t h1 = h + 1;
-  swarm_dist_put(v, META_OFF(top), &h1, sizeof h1);
-  swarm_dist_get(&t, v, META_OFF(bottom), sizeof t);
-  if ((int64_t)h1 > (int64_t)t) { /* the owner popped it meanwhile */
-    swarm_dist_put(v, META_OFF(top), &h, sizeof h);
+  if ((int64_t)(h + 1) > (int64_t)t) { /* empty, or the owner popped it */
+    swarm_dist_faa(v, META_OFF(top), -1, NULL);
     unlock_deque(v);
     return 0;
   }
   uint64_t t2 = dist_now_ns();
-  swarm_dist_get(e, v, META_OFF(deq) + (h % DIST_DEQ_CAP) * sizeof *e,
-                 sizeof *e);
+  uint64_t eoff = META_OFF(deq) + (h % DIST_DEQ_CAP) * sizeof *e;
+  swarm_dist_get(e, v, eoff, sizeof *e);
+  while (e->sp == 0) /* pushed, its switch not yet done (deq_push) */
+    swarm_dist_get(&e->sp, v, eoff, sizeof e->sp);
   uint64_t t3 = dist_now_ns();
   size_t n = e->base - e->sp;
   swarm_dist_get((void *)(uintptr_t)e->sp, v,
                  dist->off_region + (e->sp - DIST_UNI_BASE), n);
   uint64_t t4 = dist_now_ns();
-  unlock_deque(v);
+  swarm_dist_add_nowait(v, META_OFF(lock), -1);
   uint64_t t5 = dist_now_ns();
   dist->stats.steals++;
   dist->stats.steal_bytes += n;
@@ -565,13 +634,13 @@ static int steal_msg(int v, dist_entry_t *e) {
 
 /* Answers pending message steals; may_wait 0 (the progress thread):
  * answers "none" rather than wait for the deque lock. */
-static void serve_requests(int may_wait) {
-  for (;;) {
+static int serve_requests(int may_wait) {
+  for (int n = 0;; n++) {
     int flag;
     MPI_Status st;
     MPI_Iprobe(MPI_ANY_SOURCE, TAG_REQ, dist->comm, &flag, &st);
     if (!flag)
-      return;
+      return n;
     int dummy;
     MPI_Recv(&dummy, 1, MPI_INT, st.MPI_SOURCE, TAG_REQ, dist->comm,
              MPI_STATUS_IGNORE);
@@ -588,11 +657,11 @@ static void serve_requests(int may_wait) {
 }
 
 void swarm_dist_serve_requests(void) {
-  serve_requests(1);
+  (void)serve_requests(1);
 }
 
-void swarm_dist_serve_requests_nowait(void) {
-  serve_requests(0);
+int swarm_dist_serve_requests_nowait(void) {
+  return serve_requests(0);
 }
 
 /* ---- the scheduler ----------------------------------------------------- */
@@ -620,12 +689,15 @@ static void idle_backoff(uint64_t *ns) {
 }
 
 /* Around every switch from the scheduler into thread code: the MPI lock
- * is the progress thread's while threads run (window.c). */
+ * is the progress thread's while threads run (window.c); the time spent
+ * in thread code is counted (stats.ns_busy: once per switch, O(steals)). */
 static inline void leave_scheduler(void) {
   if (dist->progress_on)
     swarm_dist_mpi_unlock();
+  dist->busy_since = dist_now_ns();
 }
 static inline void *back_in_scheduler(void *transfer) {
+  dist->stats.ns_busy += dist_now_ns() - dist->busy_since;
   if (dist->progress_on)
     swarm_dist_mpi_lock();
   return transfer;
@@ -642,16 +714,12 @@ static void *run_entry(const dist_entry_t *e, void *transfer) {
 }
 
 static void *start_thread(void *(*fn)(void *), void *arg, uint64_t h) {
-  static spawn_args_t a; /* read by thread_entry before anything else */
-  a.fn = fn;
-  a.arg = arg;
-  a.thread = h;
-  a.base = region_top();
-  dist->cur_stack_top = a.base;
+  uint64_t base = region_top();
+  dist->cur_stack_top = base;
   dist->cur_thread = h;
   leave_scheduler();
-  return back_in_scheduler(swarm_arch_start(
-      &dist->sched_sp, (void *)(uintptr_t)a.base, thread_entry, NULL, &a));
+  return back_in_scheduler(swarm_arch_spawn(
+      &dist->sched_sp, (void *)(uintptr_t)base, fn, arg, thread_exit));
 }
 
 /* Copies an evacuated thread back into the region (same addresses). */
@@ -775,7 +843,7 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
     }
     if (vload(&meta->done) == dist->run)
       break;
-    if (dist->steal_mode == SWARM_DIST_STEAL_MSG)
+    if (dist->serve_msg)
       swarm_dist_serve_requests();
     uint64_t hd = meta->inbox_head;
     dist_inbox_slot_t *s = &meta->inbox[hd % DIST_INBOX_CAP];
@@ -791,13 +859,13 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
     int v = choose_victim();
     if (v >= 0) {
       dist->stats.steal_attempts++;
-      int ok = dist->steal_mode == SWARM_DIST_STEAL_MSG ? steal_msg(v, &e)
-                                                        : steal_rma(v, &e);
+      int by_msg = dist->steal_mode == SWARM_DIST_STEAL_MSG ||
+                   (dist->remote_msg && !dist->on_node[v]);
+      int ok = by_msg ? steal_msg(v, &e) : steal_rma(v, &e);
       if (ok) {
         if (dist_handle_rank(e.thread) != dist->rank)
           dist->stats.migrations++;
-        for (int i = 0; i < dist->n_node_peers; i++)
-          dist->stats.node_steals += dist->node_peers[i] == v;
+        dist->stats.node_steals += dist->on_node[v];
         xfer = run_entry(&e, (void *)1);
         continue;
       }
@@ -805,7 +873,11 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
     idle_backoff(&backoff);
   }
   /* Every rank leaves only once no steal request can still be waiting for
-   * an answer: a thief enters the barrier after its reply came. */
+   * an answer: a thief enters the barrier after its reply came. And every
+   * access it made is complete at its target first: an unlock completed
+   * only locally (steal_rma) must not reach a victim after that victim
+   * has reset its deque for the next run. */
+  MPI_Win_flush_all(dist->win);
   MPI_Request br;
   int done = 0;
   MPI_Ibarrier(dist->comm, &br);

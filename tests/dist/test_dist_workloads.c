@@ -140,7 +140,7 @@ int main(int argc, char **argv) {
   if (rank == 0)
     printf("workloads: P=%d steal=%s spawns=%llu steals=%llu migrations=%llu "
            "suspensions=%llu: all results equal the published counts\n",
-           P, swarm_dist_steal_mode() == SWARM_DIST_STEAL_MSG ? "msg" : "rma",
+           P, swarm_dist_steal_name(swarm_dist_steal_mode()),
            (unsigned long long)s.spawns, (unsigned long long)s.steals,
            (unsigned long long)s.migrations, (unsigned long long)s.suspensions);
   CHECK(s.suspensions == s.resumes, "%llu suspended, %llu resumed",
