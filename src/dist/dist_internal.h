@@ -161,6 +161,12 @@ typedef struct dist_state {
   void *spawn_sp;     /* save slot of swarm_spawn (read by its after hook) */
   void *scratch_sp;   /* save slot of contexts that never resume */
   dist_req_t handoff; /* what a thread hands the scheduler */
+  /* SWARM_TRACE (trace.c): the spawn's and the exit fast path's switch
+   * steps, plain or traced (swarm_dist_sched_steps), and the flag that
+   * the colder trace points test */
+  void *(*after_spawn)(void *);
+  void *(*after_exit)(void *);
+  int trace_on;
   unsigned spawns_since_poll;
   uint64_t rng_state;
   swarm_dist_stats_t stats;
@@ -182,6 +188,30 @@ void swarm_dist_serve_requests_nowait(void);
 void swarm_dist_record_steal(uint64_t total, uint64_t lock, uint64_t index,
                              uint64_t entry, uint64_t frames, uint64_t unlock,
                              uint64_t bytes);
+
+void swarm_dist_sched_steps(void);
+
+/* trace.c: SWARM_TRACE, one Perfetto trace of the job (see there).
+ * init and finish are collective (swarm_dist_init, _finalize); the rest
+ * are trace points, called through DIST_TRACE or the switch steps. */
+void swarm_dist_trace_init(void);
+void swarm_dist_trace_finish(void);
+void swarm_dist_trace_switch(uint64_t next);
+void swarm_dist_trace_spawn(uint64_t parent, uint64_t child);
+void *swarm_dist_trace_after_exit(void *arg);
+void swarm_dist_trace_start(uint64_t thread);
+/* a join that suspends thread / a joiner made runnable again */
+void swarm_dist_trace_park(uint64_t thread);
+void swarm_dist_trace_ready(uint64_t thread);
+/* thread, created on another rank, resumes here */
+void swarm_dist_trace_migrate(uint64_t thread);
+void swarm_dist_trace_spawn_on(uint64_t thread, int rank);
+void swarm_dist_trace_steal(uint64_t thread, int victim);
+#define DIST_TRACE(call)                                                       \
+  do {                                                                         \
+    if (__builtin_expect(dist->trace_on, 0))                                   \
+      call;                                                                    \
+  } while (0)
 
 /* window.c */
 int swarm_dist_window_setup(void);

@@ -283,6 +283,23 @@ static void *after_push_parent(void *p) {
   return p;
 }
 
+/* SWARM_TRACE: the same, and the spawn recorded (trace.c). */
+static void *after_push_parent_traced(void *p) {
+  uint64_t parent = dist->cur_thread;
+  after_push_parent(p);
+  swarm_dist_trace_spawn(parent, dist->cur_thread);
+  return p;
+}
+
+/* The switch steps of the spawn and of the exit's fast path, chosen once
+ * (swarm_dist_init): loading one from dist replaces an lea or a zeroed
+ * register, so tracing costs nothing there when off. */
+void swarm_dist_sched_steps(void) {
+  dist->after_spawn =
+      dist->trace_on ? after_push_parent_traced : after_push_parent;
+  dist->after_exit = dist->trace_on ? swarm_dist_trace_after_exit : NULL;
+}
+
 static _Noreturn void thread_exit(void *result) {
   uint64_t self = dist->cur_thread;
   dist_entry_t e;
@@ -294,7 +311,7 @@ static _Noreturn void thread_exit(void *result) {
     vstore(&r->state, 1);
     dist->cur_stack_top = e.base;
     dist->cur_thread = e.thread;
-    swarm_arch_resume((void *)(uintptr_t)e.sp, NULL, NULL);
+    swarm_arch_resume((void *)(uintptr_t)e.sp, dist->after_exit, NULL);
   }
   dist->handoff.kind = DIST_REQ_EXIT;
   dist->handoff.thread = self;
@@ -336,7 +353,7 @@ int swarm_spawn(swarm_thread_t *thread, const swarm_attr_t *attr,
   spawn_args_t a = {fn, arg, h, top};
   dist->stats.spawns++;
   swarm_arch_start(&dist->spawn_sp, (void *)top, thread_entry,
-                   after_push_parent, &a);
+                   dist->after_spawn, &a);
   /* Here again: the child finished (or the parent was stolen and resumed
    * on another rank, maybe with the child still running). */
   if (dist->spawn_poll &&
@@ -432,6 +449,7 @@ int swarm_spawn_on(int rank, swarm_thread_t *thread, void *(*fn)(void *),
   uint64_t seq = slot + 1;
   swarm_dist_put(rank, off, &seq, sizeof seq);
   dist->stats.remote_spawns++;
+  DIST_TRACE(swarm_dist_trace_spawn_on(h, rank));
   return 0;
 }
 
@@ -626,6 +644,7 @@ static inline void leave_scheduler(void) {
     swarm_dist_mpi_unlock();
 }
 static inline void *back_in_scheduler(void *transfer) {
+  DIST_TRACE(swarm_dist_trace_switch(0));
   if (dist->progress_on)
     swarm_dist_mpi_lock();
   return transfer;
@@ -636,6 +655,7 @@ static inline void *back_in_scheduler(void *transfer) {
 static void *run_entry(const dist_entry_t *e, void *transfer) {
   dist->cur_stack_top = e->base;
   dist->cur_thread = e->thread;
+  DIST_TRACE(swarm_dist_trace_switch(e->thread));
   leave_scheduler();
   return back_in_scheduler(swarm_arch_switch(
       &dist->sched_sp, (void *)(uintptr_t)e->sp, NULL, transfer));
@@ -649,6 +669,7 @@ static void *start_thread(void *(*fn)(void *), void *arg, uint64_t h) {
   a.base = region_top();
   dist->cur_stack_top = a.base;
   dist->cur_thread = h;
+  DIST_TRACE(swarm_dist_trace_start(h));
   leave_scheduler();
   return back_in_scheduler(swarm_arch_start(
       &dist->sched_sp, (void *)(uintptr_t)a.base, thread_entry, NULL, &a));
@@ -673,8 +694,11 @@ static void resume_evacuated(uint64_t w, dist_entry_t *e) {
   }
   dist->stats.resumes++;
   dist->stats.resume_bytes += ev.base - ev.sp;
-  if (dist_handle_rank(ev.thread) != dist->rank)
+  DIST_TRACE(swarm_dist_trace_ready(ev.thread));
+  if (dist_handle_rank(ev.thread) != dist->rank) {
     dist->stats.migrations++;
+    DIST_TRACE(swarm_dist_trace_migrate(ev.thread));
+  }
   e->sp = ev.sp;
   e->base = ev.base;
   e->thread = ev.thread;
@@ -719,6 +743,7 @@ static int handle_suspend(void) {
     return 1;
   }
   dist->stats.suspensions++;
+  DIST_TRACE(swarm_dist_trace_park(dist->cur_thread));
   return 0;
 }
 
@@ -753,6 +778,7 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
       xfer = NULL;
       if (q->kind == DIST_REQ_SUSPEND) {
         if (handle_suspend()) {
+          DIST_TRACE(swarm_dist_trace_switch(dist->cur_thread));
           leave_scheduler();
           xfer = back_in_scheduler(
               swarm_arch_switch(&dist->sched_sp, dist->spawn_sp, NULL, NULL));
@@ -794,8 +820,11 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
       int ok = dist->steal_mode == SWARM_DIST_STEAL_MSG ? steal_msg(v, &e)
                                                         : steal_rma(v, &e);
       if (ok) {
-        if (dist_handle_rank(e.thread) != dist->rank)
+        DIST_TRACE(swarm_dist_trace_steal(e.thread, v));
+        if (dist_handle_rank(e.thread) != dist->rank) {
           dist->stats.migrations++;
+          DIST_TRACE(swarm_dist_trace_migrate(e.thread));
+        }
         for (int i = 0; i < dist->n_node_peers; i++)
           dist->stats.node_steals += dist->node_peers[i] == v;
         xfer = run_entry(&e, (void *)1);
