@@ -274,7 +274,7 @@ void swarm_dist_trace_finish(void) {
     }
   } else {
     struct trace_rec *buf = NULL;
-    uint64_t dropped = 0, total = 0, err = 0;
+    uint64_t dropped = 0, total = 0, err = 0, off = 0;
     for (int r = 0; r < dist->nranks; r++) {
       struct rank_hdr rh = h;
       if (r > 0)
@@ -286,6 +286,8 @@ void swarm_dist_trace_finish(void) {
       dropped += rh.dropped;
       total += rh.n;
       err = tr.error[r] > err ? tr.error[r] : err;
+      uint64_t o = (uint64_t)llabs(tr.offset[r]);
+      off = o > off ? o : off;
     }
     free(buf);
     if (tr.fd >= 0 && close(tr.fd) != 0)
@@ -300,9 +302,11 @@ void swarm_dist_trace_finish(void) {
     const char *stats = getenv("SWARM_STATS");
     if (stats && *stats && strcmp(stats, "0") != 0)
       fprintf(stderr,
-              "swarm-dist: trace %s: %d ranks, %llu events, clocks "
-              "aligned to rank 0's within %.1f us\n",
-              tr.path, dist->nranks, (unsigned long long)total, err / 1e3);
+              "swarm-dist: trace %s: %d ranks, %llu events, clocks aligned "
+              "to rank 0's within %.1f us (largest offset applied %.1f "
+              "us)\n",
+              tr.path, dist->nranks, (unsigned long long)total, err / 1e3,
+              off / 1e3);
     free(tr.offset);
     free(tr.error);
   }
