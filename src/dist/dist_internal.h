@@ -206,7 +206,8 @@ void swarm_dist_trace_ready(uint64_t thread);
 /* thread, created on another rank, resumes here */
 void swarm_dist_trace_migrate(uint64_t thread);
 void swarm_dist_trace_spawn_on(uint64_t thread, int rank);
-void swarm_dist_trace_steal(uint64_t thread, int victim);
+/* a steal from victim, by message (by_msg) or RMA */
+void swarm_dist_trace_steal(uint64_t thread, int victim, int by_msg);
 #define DIST_TRACE(call)                                                       \
   do {                                                                         \
     if (__builtin_expect(dist->trace_on, 0))                                   \

@@ -820,7 +820,8 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
       int ok = dist->steal_mode == SWARM_DIST_STEAL_MSG ? steal_msg(v, &e)
                                                         : steal_rma(v, &e);
       if (ok) {
-        DIST_TRACE(swarm_dist_trace_steal(e.thread, v));
+        DIST_TRACE(swarm_dist_trace_steal(
+            e.thread, v, dist->steal_mode == SWARM_DIST_STEAL_MSG));
         if (dist_handle_rank(e.thread) != dist->rank) {
           dist->stats.migrations++;
           DIST_TRACE(swarm_dist_trace_migrate(e.thread));

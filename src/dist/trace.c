@@ -125,11 +125,11 @@ void swarm_dist_trace_spawn_on(uint64_t thread, int rank) {
   put(TR_SPAWN_ON, dist_now_ns(), thread, (uint64_t)rank, 0);
 }
 
-void swarm_dist_trace_steal(uint64_t thread, int victim) {
+void swarm_dist_trace_steal(uint64_t thread, int victim, int by_msg) {
   int node = dist->n_nodes <= 1;
   for (int i = 0; i < dist->n_node_peers && !node; i++)
     node = dist->node_peers[i] == victim;
-  uint16_t kind = dist->steal_mode == SWARM_DIST_STEAL_MSG
+  uint16_t kind = by_msg
                       ? (node ? TRACE_STEAL_MSG_NODE : TRACE_STEAL_MSG_REMOTE)
                       : (node ? TRACE_STEAL_RMA_NODE : TRACE_STEAL_RMA_REMOTE);
   put(TR_STEAL, dist_now_ns(), thread, (uint64_t)victim, kind);

@@ -15,7 +15,8 @@ its --to-json events), against what the runtime counted on every rank:
   - the forced steal and migration are there.
 
 usage: check_dist_trace.py SWARM_TRACE_TOOL STEAL -- MPIEXEC ARGS... PROGRAM
-       (the command runs as given, with --steal STEAL appended)
+       (the command runs as given, with --steal STEAL appended; STEAL
+       auto, where the runtime has it, accepts steals of either mode)
 """
 import json
 import os
@@ -76,7 +77,8 @@ def main():
         kind = e["args"].get("kind", "")
         if not (0 <= v < P) or v == me:
             fail(f"rank {me}'s steal names victim {v}")
-        if kind not in (f"{mode} same-node", f"{mode} remote"):
+        kinds = ("rma", "msg") if steal == "auto" else (mode,)
+        if kind not in [f"{m} {w}" for m in kinds for w in ("same-node", "remote")]:
             fail(f"rank {me}'s steal has kind {kind!r} under --steal {steal}")
 
     for r, w in zip(ranks, want["ranks"]):
