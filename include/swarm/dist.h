@@ -79,13 +79,24 @@ typedef enum swarm_dist_steal {
  * MiB), SWARM_DIST_HEAP (evacuated stacks, default 64 MiB), SWARM_DIST_GLOBAL
  * (swarm_global_alloc, default 16 MiB); suffixes K, M, G.
  *
+ * SWARM_TRACE=FILE in rank 0's environment traces the job (the other
+ * ranks follow rank 0): every rank records its worker's run slices,
+ * spawns, steals (victim rank; RMA or message, same node or remote),
+ * migrations, swarm_spawn_on and join parks, and swarm_dist_finalize
+ * writes them as one Perfetto protobuf trace, a process track per rank
+ * named "rank R on HOST", on rank 0's file system. Clocks are aligned to
+ * rank 0's here, by a timestamp exchange with every rank (docs/trace.md
+ * says how accurately). A file rank 0 cannot open is reported on stderr
+ * and the job runs untraced.
+ *
  * Returns 0, EADDRNOTAVAIL (addresses differ), ENOTSUP (not x86-64, or the
  * MPI window memory cannot be mapped at the uni-address), EINVAL (bad
  * --steal or size), EBUSY (already initialised) or ENOMEM. On failure MPI
  * has been finalised again, so the program may simply exit. */
 int swarm_dist_init(int *argc, char ***argv);
 
-/* Collective: stops the runtime and finalises MPI. */
+/* Collective: stops the runtime and finalises MPI. With SWARM_TRACE, first
+ * gathers every rank's trace records on rank 0, which writes the file. */
 int swarm_dist_finalize(void);
 
 /* Collective: runs fn(arg) as a thread on rank 0 and returns when it has

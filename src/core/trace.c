@@ -71,11 +71,6 @@ struct spill_chunk {
   uint32_t n;
 };
 
-const char *const trace_reason_names[SWARM_PARK_REASONS] = {
-    "other",   "join", "mutex", "cond", "rwlock", "sem",
-    "barrier", "once", "sleep", "io",   "yield",  "finalize",
-};
-
 /* ---- time ---- */
 
 static bool clocksource_is_tsc(void) {

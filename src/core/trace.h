@@ -49,7 +49,21 @@ enum trace_kind {
   TR_READY,   /* i: a = thread, reason (of its park) */
   TR_STEAL,   /* i: a = thread, b = victim worker */
   TR_SLEEP,   /* X: the worker slept on its futex [ts, ts + b) */
+  /* libswarm-dist only (src/dist/trace.c), Perfetto only: */
+  TR_MIGRATE,  /* i: a = thread, b = the rank that created it */
+  TR_SPAWN_ON, /* i: a = thread, b = the rank it was sent to */
+  TR_START,    /* i: a = thread the scheduler began (a root, a spawn_on) */
 };
+
+/* A rank's TR_STEAL says in `reason` how (0: core's steal, no kind). */
+enum {
+  TRACE_STEAL_RMA_NODE = 1,
+  TRACE_STEAL_RMA_REMOTE,
+  TRACE_STEAL_MSG_NODE,
+  TRACE_STEAL_MSG_REMOTE,
+  TRACE_STEAL_KINDS
+};
+extern const char *const trace_steal_kinds[TRACE_STEAL_KINDS];
 
 struct trace_rec {
   uint64_t ts; /* ticks (trace_now) */
@@ -167,6 +181,11 @@ void trace_file_write(const void *buf, size_t len);
  * one record, times in ns since the trace started (end: a slice's end);
  * close ends the open slices and flushes. */
 bool proto_open(int nslots, int nworkers, uint64_t epoch_ns, bool ids_always);
+/* The same for one process of several in one file (libswarm-dist: a rank):
+ * a process track (pid > 0, named `name`) with the workers' tracks under
+ * it, and sequence ids and track uuids that carry pid. */
+bool proto_open_process(int nslots, int nworkers, uint64_t epoch_ns,
+                        bool ids_always, uint32_t pid, const char *name);
 void proto_mark(uint64_t thread);
 void proto_record(int worker, uint16_t kind, uint16_t reason, uint64_t ts,
                   uint64_t end, uint64_t a, uint64_t b);

@@ -82,10 +82,14 @@ enum { IID_RUN = 1, IID_SLEEP, IID_STEAL, IID_PARK0 };
 /* The END of a slice that was not running (a parent under its child) when
  * the worker left it: its thread's last run ended at its child's BEGIN. */
 #define IID_SUSPENDED (IID_READY0 + SWARM_PARK_REASONS)
-enum { ANN_THREAD = 1, ANN_VICTIM };
+/* libswarm-dist's events (one process track per rank, src/dist/trace.c). */
+#define IID_MIGRATE (IID_SUSPENDED + 1)
+#define IID_SPAWN_ON (IID_SUSPENDED + 2)
+#define IID_START (IID_SUSPENDED + 3)
+enum { ANN_THREAD = 1, ANN_VICTIM, ANN_KIND, ANN_RANK };
 
 struct pending_instant {
-  uint64_t ts, thread;
+  uint64_t ts, thread, b;
   uint16_t kind, reason;
 };
 
@@ -108,6 +112,7 @@ struct proto_worker {
 static struct {
   struct proto_worker *w;
   int nslots, nworkers;
+  uint32_t pid; /* 0, or the process track its workers' tracks sit under */
   uint64_t epoch_ns;
   bool ids_always;
   uint64_t *marked; /* open-addressing set of handles; 0 is empty */
@@ -115,6 +120,26 @@ static struct {
   unsigned char *out;
   size_t len;
 } proto;
+
+/* Park reasons by name, for both writers (and libswarm-dist's). */
+const char *const trace_reason_names[SWARM_PARK_REASONS] = {
+    "other",   "join", "mutex", "cond", "rwlock", "sem",
+    "barrier", "once", "sleep", "io",   "yield",  "finalize",
+};
+
+/* A rank's steal, by the record's reason (0: core's, no kind). */
+const char *const trace_steal_kinds[TRACE_STEAL_KINDS] = {
+    NULL, "rma same-node", "rma remote", "msg same-node", "msg remote"};
+
+/* Sequences and tracks of worker w: core's (pid 0) are w + 1 and
+ * TRACK_UUID_BASE + w; a rank's (pid = rank + 1) carry the pid above. */
+static uint64_t seq_of(int w) {
+  return ((uint64_t)proto.pid << 16) + (uint64_t)w + 1;
+}
+static uint64_t track_of(int w) {
+  return ((uint64_t)proto.pid << 48) + TRACK_UUID_BASE + (uint64_t)w;
+}
+#define PROCESS_TRACK(pid) (((uint64_t)(pid) << 48) + TRACK_UUID_BASE - 1)
 
 /* ---- encoding ---- */
 
@@ -232,7 +257,7 @@ static unsigned char *put_name(unsigned char *p, unsigned field, uint64_t iid,
  * its track, named as in the JSON ("worker 3", "worker 5 (spare)"). */
 static void sequence_start(int w) {
   unsigned char body[2048], *p = body, tmp[256], *q, sub[64], *s;
-  uint32_t seq = (uint32_t)w + 1;
+  uint64_t seq = seq_of(w);
   p = put_field(p, PKT_SEQ_ID, seq);
   p = put_field(p, PKT_SEQ_FLAGS, 1); /* SEQ_INCREMENTAL_STATE_CLEARED */
   p = put_field(p, PKT_TIMESTAMP, proto.epoch_ns);
@@ -247,7 +272,7 @@ static void sequence_start(int w) {
   s = put_field(s, 4, 1); /* unit_multiplier_ns */
   q = put_bytes(q, 1, sub, (size_t)(s - sub));
   p = put_bytes(p, PKT_CLOCK_SNAPSHOT, tmp, (size_t)(q - tmp));
-  s = put_field(sub, 11, TRACK_UUID_BASE + (uint64_t)w); /* track_uuid */
+  s = put_field(sub, 11, track_of(w)); /* track_uuid */
   q = put_field(tmp, PKT_TS_CLOCK, PF_CLOCK_INCREMENTAL);
   q = put_bytes(q, 11, sub, (size_t)(s - sub)); /* track_event_defaults */
   p = put_bytes(p, PKT_DEFAULTS, tmp, (size_t)(q - tmp));
@@ -261,6 +286,13 @@ static void sequence_start(int w) {
                  trace_reason_names[r]);
   }
   n = put_name(n, 2, IID_SUSPENDED, "suspended", NULL);
+  if (proto.pid) {
+    n = put_name(n, 2, IID_MIGRATE, "migrate", NULL);
+    n = put_name(n, 2, IID_SPAWN_ON, "spawn_on", NULL);
+    n = put_name(n, 2, IID_START, "start", NULL);
+    n = put_name(n, 3, ANN_KIND, "kind", NULL);
+    n = put_name(n, 3, ANN_RANK, "rank", NULL);
+  }
   n = put_name(n, 3, ANN_THREAD, "thread", NULL);
   n = put_name(n, 3, ANN_VICTIM, "victim", NULL);
   p = put_bytes(p, PKT_INTERNED, names, (size_t)(n - names));
@@ -269,8 +301,10 @@ static void sequence_start(int w) {
   char label[40];
   int len = snprintf(label, sizeof label, "worker %d%s", w,
                      w >= proto.nworkers ? " (spare)" : "");
-  q = put_field(tmp, 1, TRACK_UUID_BASE + (uint64_t)w);
+  q = put_field(tmp, 1, track_of(w));
   q = put_bytes(q, 2, label, (size_t)len);
+  if (proto.pid)
+    q = put_field(q, 5, PROCESS_TRACK(proto.pid)); /* parent_uuid */
   p = put_field(body, PKT_SEQ_ID, seq);
   p = put_bytes(p, PKT_TRACK_DESC, tmp, (size_t)(q - tmp));
   out_packet(body, (size_t)(p - body));
@@ -280,9 +314,10 @@ static void sequence_start(int w) {
 
 /* One TrackEvent packet at ts (ns since the trace started). */
 static void event(int w, uint64_t ts, int type, uint64_t name_iid,
-                  uint64_t thread, int64_t victim) {
+                  uint64_t thread, int64_t victim, uint64_t ann_iid,
+                  const char *str) {
   struct proto_worker *pw = &proto.w[w];
-  unsigned char body[PACKET_MAX], *p = body, te[64], *t = te, ann[24], *a;
+  unsigned char body[PACKET_MAX], *p = body, te[80], *t = te, ann[24], *a;
   if (ts >= pw->last_ts) {
     p = put_field(p, PKT_TIMESTAMP, ts - pw->last_ts);
     pw->last_ts = ts;
@@ -290,7 +325,7 @@ static void event(int w, uint64_t ts, int type, uint64_t name_iid,
     p = put_field(p, PKT_TIMESTAMP, proto.epoch_ns + ts);
     p = put_field(p, PKT_TS_CLOCK, PF_CLOCK_BOOTTIME);
   }
-  p = put_field(p, PKT_SEQ_ID, (uint64_t)w + 1);
+  p = put_field(p, PKT_SEQ_ID, seq_of(w));
   t = put_field(t, TE_TYPE, (uint64_t)type);
   if (name_iid)
     t = put_field(t, TE_NAME_IID, name_iid);
@@ -300,8 +335,13 @@ static void event(int w, uint64_t ts, int type, uint64_t name_iid,
     t = put_bytes(t, TE_ANNOTATION, ann, (size_t)(a - ann));
   }
   if (victim >= 0) {
-    a = put_field(ann, 1, ANN_VICTIM);
+    a = put_field(ann, 1, ann_iid ? ann_iid : ANN_VICTIM);
     a = put_field(a, 3, (uint64_t)victim);
+    t = put_bytes(t, TE_ANNOTATION, ann, (size_t)(a - ann));
+  }
+  if (str) { /* a short string: the kind of a rank's steal */
+    a = put_field(ann, 1, ANN_KIND);
+    a = put_bytes(a, 6, str, strnlen(str, 16)); /* string_value */
     t = put_bytes(t, TE_ANNOTATION, ann, (size_t)(a - ann));
   }
   p = put_bytes(p, PKT_TRACK_EVENT, te, (size_t)(t - te));
@@ -317,7 +357,8 @@ static void close_all(int w) {
   if (pw->depth > 0)
     pending_flush(w, pw->open_end + 1);
   for (uint32_t top = pw->depth; pw->depth > 0; pw->depth--)
-    event(w, pw->open_end, TE_END, pw->depth == top ? 0 : IID_SUSPENDED, 0, -1);
+    event(w, pw->open_end, TE_END, pw->depth == top ? 0 : IID_SUSPENDED, 0, -1,
+          0, NULL);
 }
 
 /* Pending instants earlier than `before` (all with UINT64_MAX). */
@@ -330,9 +371,19 @@ static void pending_flush(int w, uint64_t before) {
       pw->pending[keep++] = *e;
       continue;
     }
-    uint64_t iid = (e->kind == TR_PARK ? IID_PARK0 : IID_READY0) +
-                   (e->reason < SWARM_PARK_REASONS ? e->reason : 0);
-    event(w, e->ts, TE_INSTANT, iid, e->thread, -1);
+    uint64_t iid, ann = 0;
+    int64_t rank = -1;
+    if (e->kind == TR_PARK || e->kind == TR_READY)
+      iid = (e->kind == TR_PARK ? IID_PARK0 : IID_READY0) +
+            (e->reason < SWARM_PARK_REASONS ? e->reason : 0);
+    else { /* a rank's migrate, spawn_on, start */
+      iid = e->kind == TR_MIGRATE    ? IID_MIGRATE
+            : e->kind == TR_SPAWN_ON ? IID_SPAWN_ON
+                                     : IID_START;
+      rank = e->kind == TR_START ? -1 : (int64_t)e->b;
+      ann = ANN_RANK;
+    }
+    event(w, e->ts, TE_INSTANT, iid, e->thread, rank, ann, NULL);
   }
   pw->npending = keep;
 }
@@ -364,7 +415,7 @@ static void run_slice(int w, uint64_t s, uint64_t e, uint64_t t) {
     uint64_t top = pw->stack[pw->depth - 1];
     if (parent && parent == top && stack_push(pw, t)) {
       pending_flush(w, s);
-      event(w, s, TE_BEGIN, IID_RUN, marked(t) ? t : 0, -1);
+      event(w, s, TE_BEGIN, IID_RUN, marked(t) ? t : 0, -1, 0, NULL);
       pending_flush(w, UINT64_MAX);
       pw->open_end = e;
       return;
@@ -375,7 +426,8 @@ static void run_slice(int w, uint64_t s, uint64_t e, uint64_t t) {
     if (i > 0) { /* a continuation: the slices above it end here */
       pending_flush(w, s);
       for (uint32_t top = pw->depth; pw->depth > i; pw->depth--)
-        event(w, s, TE_END, pw->depth == top ? 0 : IID_SUSPENDED, 0, -1);
+        event(w, s, TE_END, pw->depth == top ? 0 : IID_SUSPENDED, 0, -1, 0,
+              NULL);
       pending_flush(w, UINT64_MAX);
       pw->open_end = e;
       return;
@@ -384,19 +436,19 @@ static void run_slice(int w, uint64_t s, uint64_t e, uint64_t t) {
   close_all(w);
   pending_flush(w, s);
   if (stack_push(pw, t)) {
-    event(w, s, TE_BEGIN, IID_RUN, t, -1);
+    event(w, s, TE_BEGIN, IID_RUN, t, -1, 0, NULL);
     pw->open_end = e;
   }
   pending_flush(w, UINT64_MAX);
 }
 
 static void pending_add(int w, uint16_t kind, uint64_t ts, uint64_t thread,
-                        uint16_t reason) {
+                        uint64_t b, uint16_t reason) {
   struct proto_worker *pw = &proto.w[w];
   if (pw->npending == PENDING_MAX)
     pending_flush(w, UINT64_MAX);
   pw->pending[pw->npending++] =
-      (struct pending_instant){ts, thread, kind, reason};
+      (struct pending_instant){ts, thread, b, kind, reason};
 }
 
 void proto_record(int w, uint16_t kind, uint16_t reason, uint64_t ts,
@@ -418,25 +470,47 @@ void proto_record(int w, uint16_t kind, uint16_t reason, uint64_t ts,
     break;
   case TR_PARK:
   case TR_READY:
-    pending_add(w, kind, ts, a, reason);
+  case TR_MIGRATE:
+  case TR_SPAWN_ON:
+  case TR_START:
+    pending_add(w, kind, ts, a, b, reason);
     break;
   case TR_STEAL: /* in the scheduler loop: nothing runs here */
     close_all(w);
     pending_flush(w, ts);
-    event(w, ts, TE_INSTANT, IID_STEAL, a, (int64_t)b);
+    event(w, ts, TE_INSTANT, IID_STEAL, a, (int64_t)b, 0,
+          reason < TRACE_STEAL_KINDS ? trace_steal_kinds[reason] : NULL);
     break;
   case TR_SLEEP:
     close_all(w);
     pending_flush(w, ts);
-    event(w, ts, TE_BEGIN, IID_SLEEP, 0, -1);
-    event(w, end, TE_END, 0, 0, -1);
+    event(w, ts, TE_BEGIN, IID_SLEEP, 0, -1, 0, NULL);
+    event(w, end, TE_END, 0, 0, -1, 0, NULL);
     break;
   default:
     break;
   }
 }
 
+/* The process track of a rank: "rank R on <host>" (pid = R + 1). */
+static void process_track(const char *name) {
+  unsigned char body[256], *p = body, tmp[224], *q, sub[200], *s;
+  s = put_field(sub, 1, proto.pid);
+  s = put_bytes(s, 6, name, strnlen(name, 160)); /* process_name */
+  q = put_field(tmp, 1, PROCESS_TRACK(proto.pid));
+  q = put_bytes(q, 2, name, strnlen(name, 160));
+  q = put_bytes(q, 3, sub, (size_t)(s - sub)); /* ProcessDescriptor */
+  p = put_field(p, PKT_SEQ_ID, seq_of(0));
+  p = put_bytes(p, PKT_TRACK_DESC, tmp, (size_t)(q - tmp));
+  out_packet(body, (size_t)(p - body));
+}
+
 bool proto_open(int nslots, int nworkers, uint64_t epoch_ns, bool ids_always) {
+  return proto_open_process(nslots, nworkers, epoch_ns, ids_always, 0, NULL);
+}
+
+bool proto_open_process(int nslots, int nworkers, uint64_t epoch_ns,
+                        bool ids_always, uint32_t pid, const char *name) {
   proto_close();
   proto.w = calloc((size_t)nslots, sizeof *proto.w);
   proto.out = malloc(OUT_CAP);
@@ -451,7 +525,10 @@ bool proto_open(int nslots, int nworkers, uint64_t epoch_ns, bool ids_always) {
   proto.nworkers = nworkers;
   proto.epoch_ns = epoch_ns;
   proto.ids_always = ids_always;
+  proto.pid = pid;
   proto.len = 0;
+  if (pid)
+    process_track(name ? name : "");
   for (int i = 0; i < nworkers; i++) /* regular workers' tracks always */
     sequence_start(i);
   out_flush();

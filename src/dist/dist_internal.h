@@ -165,6 +165,13 @@ typedef struct dist_state {
   void *spawn_sp;     /* save slot of a joiner that suspends */
   void *scratch_sp;   /* save slot of contexts that never resume */
   dist_req_t handoff; /* what a thread hands the scheduler */
+  /* SWARM_TRACE (trace.c): the spawn's switch, plain or traced (then its
+   * children finish through the traced exit; swarm_dist_sched_steps), and
+   * the flag that the colder trace points test */
+  void *(*arch_spawn)(void **, void *, void *(*)(void *), void *,
+                      void (*)(void *));
+
+  int trace_on;
   unsigned spawns_since_poll;
   uint64_t busy_since; /* when the scheduler last switched to a thread */
   uint64_t rng_state;
@@ -187,6 +194,30 @@ int swarm_dist_serve_requests_nowait(void); /* requests answered */
 void swarm_dist_record_steal(uint64_t total, uint64_t lock, uint64_t index,
                              uint64_t entry, uint64_t frames, uint64_t unlock,
                              uint64_t bytes);
+
+void swarm_dist_sched_steps(void);
+
+/* trace.c: SWARM_TRACE, one Perfetto trace of the job (see there).
+ * init and finish are collective (swarm_dist_init, _finalize); the rest
+ * are trace points, called through DIST_TRACE or the switch steps. */
+void swarm_dist_trace_init(void);
+void swarm_dist_trace_finish(void);
+void swarm_dist_trace_switch(uint64_t next);
+void swarm_dist_trace_spawn(uint64_t parent, uint64_t child);
+void swarm_dist_trace_start(uint64_t thread);
+/* a join that suspends thread / a joiner made runnable again */
+void swarm_dist_trace_park(uint64_t thread);
+void swarm_dist_trace_ready(uint64_t thread);
+/* thread, created on another rank, resumes here */
+void swarm_dist_trace_migrate(uint64_t thread);
+void swarm_dist_trace_spawn_on(uint64_t thread, int rank);
+/* a steal from victim, by message (by_msg) or RMA */
+void swarm_dist_trace_steal(uint64_t thread, int victim, int by_msg);
+#define DIST_TRACE(call)                                                       \
+  do {                                                                         \
+    if (__builtin_expect(dist->trace_on, 0))                                   \
+      call;                                                                    \
+  } while (0)
 
 /* window.c */
 int swarm_dist_window_setup(void);

@@ -327,6 +327,8 @@ int swarm_dist_init(int *argc, char ***argv) {
   dist->spawn_poll_mask = dist->steal_mode == SWARM_DIST_STEAL_MSG ? 31
                           : dist->remote_msg                       ? 255
                                                                    : 1023;
+  swarm_dist_trace_init();
+  swarm_dist_sched_steps();
   dist->initialized = 1;
   const char *stats = getenv("SWARM_STATS");
   if (stats && *stats && strcmp(stats, "0") != 0 && dist->rank == 0)
@@ -346,6 +348,7 @@ int swarm_dist_finalize(void) {
   if (!dist->initialized || dist->in_run)
     return EPERM;
   MPI_Barrier(MPI_COMM_WORLD);
+  swarm_dist_trace_finish();
   swarm_dist_window_free();
   MPI_Comm_free(&dist->comm);
   free(dist->evac_pending);

@@ -238,7 +238,7 @@ __attribute__((noinline)) static int deq_pop_conflict(uint64_t t) {
 }
 
 /* THE protocol: the owner takes the youngest entry. */
-static inline int deq_pop(dist_entry_t *out) {
+__attribute__((always_inline)) static inline int deq_pop(dist_entry_t *out) {
   dist_meta_t *meta = dist->meta;
   /* No "top >= bottom: empty" shortcut: a thief's tentative top + 1 may
    * be rolled back, and the entry would then be left behind. */
@@ -283,8 +283,34 @@ static int deq_take_oldest(dist_entry_t *out, int may_wait) {
 /* ---- threads ----------------------------------------------------------- */
 
 static _Noreturn void thread_exit(void *result);
+static _Noreturn void thread_exit_traced(void *result);
 
-static _Noreturn void thread_exit(void *result) {
+/* SWARM_TRACE: the spawn's switch with the spawn recorded first (the
+ * parent is the thread of the entry just pushed, save = &entry.sp; the
+ * child is already dist->cur_thread). It runs on the parent's stack in
+ * the 256 bytes swarm_spawn leaves above the child's top: its frame and
+ * swarm_arch_spawn's 64 bytes fit, and what the trace call uses below
+ * them is free (the child has not started). */
+static void *spawn_traced(void **save, void *top, void *(*fn)(void *),
+                          void *arg, void (*finish)(void *)) {
+  dist_entry_t *e = (dist_entry_t *)(void *)save;
+  (void)finish; /* thread_exit: the child ends through the traced twin */
+  swarm_dist_trace_spawn(e->thread, dist->cur_thread);
+  return swarm_arch_spawn(save, top, fn, arg, thread_exit_traced);
+}
+
+/* The spawn's switch, chosen once (swarm_dist_init): calling through a
+ * pointer loaded from dist is one instruction, as the direct call was, and
+ * the exit is thread_exit's own code, so tracing costs nothing there when
+ * off. */
+void swarm_dist_sched_steps(void) {
+  dist->arch_spawn = dist->trace_on ? spawn_traced : swarm_arch_spawn;
+}
+
+/* A thread's end; `traced` is a constant (thread_exit, thread_exit_traced):
+ * untraced, the code is the plain exit's. */
+__attribute__((always_inline)) static inline _Noreturn void
+exit_common(void *result, int traced) {
   uint64_t self = dist->cur_thread;
   dist_entry_t e;
   if (deq_pop(&e)) {
@@ -295,12 +321,23 @@ static _Noreturn void thread_exit(void *result) {
     vstore(&r->state, 1);
     dist->cur_stack_top = e.base;
     dist->cur_thread = e.thread;
+    if (traced)
+      swarm_dist_trace_switch(e.thread); /* the parent continues */
     swarm_arch_resume_plain((void *)(uintptr_t)e.sp, NULL);
   }
   dist->handoff.kind = DIST_REQ_EXIT;
   dist->handoff.thread = self;
   dist->handoff.result = (uint64_t)(uintptr_t)result;
   swarm_arch_resume(dist->sched_sp, NULL, &dist->handoff);
+}
+
+static _Noreturn void thread_exit(void *result) {
+  exit_common(result, 0);
+}
+
+/* SWARM_TRACE: the exit of threads started by a traced spawn. */
+static _Noreturn void thread_exit_traced(void *result) {
+  exit_common(result, 1);
 }
 
 /* Every so many spawns (dist->spawn_poll_mask + 1), when a thief needs
@@ -349,7 +386,7 @@ int swarm_spawn(swarm_thread_t *thread, const swarm_attr_t *attr,
   uint64_t *save = deq_push(dist->cur_stack_top, dist->cur_thread);
   dist->cur_stack_top = top;
   dist->cur_thread = h;
-  swarm_arch_spawn((void **)save, (void *)top, fn, arg, thread_exit);
+  dist->arch_spawn((void **)save, (void *)top, fn, arg, thread_exit);
   /* Here again: the child finished (or the parent was stolen and resumed
    * on another rank, maybe with the child still running). */
   if (dist->spawn_poll &&
@@ -469,6 +506,7 @@ int swarm_spawn_on(int rank, swarm_thread_t *thread, void *(*fn)(void *),
   uint64_t seq = slot + 1;
   swarm_dist_put(rank, off, &seq, sizeof seq);
   dist->stats.remote_spawns++;
+  DIST_TRACE(swarm_dist_trace_spawn_on(h, rank));
   return 0;
 }
 
@@ -697,6 +735,7 @@ static inline void leave_scheduler(void) {
   dist->busy_since = dist_now_ns();
 }
 static inline void *back_in_scheduler(void *transfer) {
+  DIST_TRACE(swarm_dist_trace_switch(0));
   dist->stats.ns_busy += dist_now_ns() - dist->busy_since;
   if (dist->progress_on)
     swarm_dist_mpi_lock();
@@ -708,6 +747,7 @@ static inline void *back_in_scheduler(void *transfer) {
 static void *run_entry(const dist_entry_t *e, void *transfer) {
   dist->cur_stack_top = e->base;
   dist->cur_thread = e->thread;
+  DIST_TRACE(swarm_dist_trace_switch(e->thread));
   leave_scheduler();
   return back_in_scheduler(swarm_arch_switch(
       &dist->sched_sp, (void *)(uintptr_t)e->sp, NULL, transfer));
@@ -717,9 +757,11 @@ static void *start_thread(void *(*fn)(void *), void *arg, uint64_t h) {
   uint64_t base = region_top();
   dist->cur_stack_top = base;
   dist->cur_thread = h;
+  DIST_TRACE(swarm_dist_trace_start(h));
   leave_scheduler();
-  return back_in_scheduler(swarm_arch_spawn(
-      &dist->sched_sp, (void *)(uintptr_t)base, fn, arg, thread_exit));
+  return back_in_scheduler(
+      swarm_arch_spawn(&dist->sched_sp, (void *)(uintptr_t)base, fn, arg,
+                       dist->trace_on ? thread_exit_traced : thread_exit));
 }
 
 /* Copies an evacuated thread back into the region (same addresses). */
@@ -741,8 +783,11 @@ static void resume_evacuated(uint64_t w, dist_entry_t *e) {
   }
   dist->stats.resumes++;
   dist->stats.resume_bytes += ev.base - ev.sp;
-  if (dist_handle_rank(ev.thread) != dist->rank)
+  DIST_TRACE(swarm_dist_trace_ready(ev.thread));
+  if (dist_handle_rank(ev.thread) != dist->rank) {
     dist->stats.migrations++;
+    DIST_TRACE(swarm_dist_trace_migrate(ev.thread));
+  }
   e->sp = ev.sp;
   e->base = ev.base;
   e->thread = ev.thread;
@@ -787,6 +832,7 @@ static int handle_suspend(void) {
     return 1;
   }
   dist->stats.suspensions++;
+  DIST_TRACE(swarm_dist_trace_park(dist->cur_thread));
   return 0;
 }
 
@@ -821,6 +867,7 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
       xfer = NULL;
       if (q->kind == DIST_REQ_SUSPEND) {
         if (handle_suspend()) {
+          DIST_TRACE(swarm_dist_trace_switch(dist->cur_thread));
           leave_scheduler();
           xfer = back_in_scheduler(
               swarm_arch_switch(&dist->sched_sp, dist->spawn_sp, NULL, NULL));
@@ -863,8 +910,11 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
                    (dist->remote_msg && !dist->on_node[v]);
       int ok = by_msg ? steal_msg(v, &e) : steal_rma(v, &e);
       if (ok) {
-        if (dist_handle_rank(e.thread) != dist->rank)
+        DIST_TRACE(swarm_dist_trace_steal(e.thread, v, by_msg));
+        if (dist_handle_rank(e.thread) != dist->rank) {
           dist->stats.migrations++;
+          DIST_TRACE(swarm_dist_trace_migrate(e.thread));
+        }
         dist->stats.node_steals += dist->on_node[v];
         xfer = run_entry(&e, (void *)1);
         continue;
