@@ -203,6 +203,12 @@ void io_fd_created(int fd) {
   if (!e)
     return;
   spin_lock(&e->lock);
+  /* Still registered: its old file was closed behind our back (stdio's
+   * fclose). epoll forgot it with the file; an io_uring poll holds the
+   * file open until cancelled, so cancel it now, late as it is. */
+  if (e->registered)
+    backend()->del(&io.workers[e->owner], fd,
+                   (uint64_t)atomic_load(&e->gen) << 32 | (uint32_t)fd);
   e->registered = false;
   atomic_store(&e->kind, FD_UNKNOWN); /* classified on first use */
   spin_unlock(&e->lock);
