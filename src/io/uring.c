@@ -120,7 +120,13 @@ static int ur_open(struct io_worker *iw) {
   spin_init(&u->sq_lock, LOCK_IO_RING);
   spin_init(&u->cq_lock, LOCK_IO_RING);
   prep_poll(io_uring_get_sqe(&u->ring), evfd, IO_WAKE_TOKEN, POLLIN);
-  io_uring_submit(&u->ring);
+  r = io_uring_submit(&u->ring);
+  if (r != 1) { /* no wake-up: a sleeping owner would never be woken */
+    sys_close(evfd);
+    io_uring_queue_exit(&u->ring);
+    free(u);
+    return r < 0 ? r : -EIO;
+  }
   iw->fd = u->ring.ring_fd;
   iw->evfd = evfd;
   iw->priv = u;
