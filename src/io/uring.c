@@ -19,6 +19,11 @@
  *  - the wake-up eventfd is never drained: every write wakes its wait
  *    queue, and each wake-up is a completion.
  *
+ * liburing comes from its archive, inside the runtime's object
+ * (src/CMakeLists.txt): under the drop-in, code outside the runtime is the
+ * program's and may be preempted, and a worker switched away inside
+ * io_uring_submit would keep sq_lock.
+ *
  * Races kept here:
  *  - several kernel threads use one ring (the owner, spares and the
  *    monitor poll it; any thread registers or removes): the submission
