@@ -25,7 +25,7 @@ import time
 
 CALLS = ["read", "write", "preadv2", "pwritev2", "recvfrom", "sendto",
          "epoll_wait", "epoll_pwait", "futex", "sched_yield", "ppoll",
-         "fcntl", "getsockopt", "nanosleep", "tgkill"]
+         "fcntl", "getsockopt", "nanosleep", "tgkill", "io_uring_enter"]
 
 
 def children(pid):
@@ -113,7 +113,8 @@ def main():
             waits = per.get("epoll_wait", 0) + per.get("epoll_pwait", 0)
             other = ", ".join("%s %.2f" % (c, per[c]) for c in
                               ("ppoll", "fcntl", "getsockopt", "sched_yield",
-                               "nanosleep", "tgkill") if per.get(c, 0) >= 0.005)
+                               "nanosleep", "tgkill", "io_uring_enter")
+                              if per.get(c, 0) >= 0.005)
             busy = per.get("busy_waits", 0)
             print("| %s | %d | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %s | "
                   "%.2f | %.2f | %s |" % (

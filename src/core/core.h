@@ -435,6 +435,8 @@ struct swarm_io_hooks {
   bool (*waiting)(void);
   /* In a fork child, before the runtime restarts. */
   void (*after_fork)(void);
+  /* Which I/O back end runs and why (SWARM_STATS); NULL: none yet. */
+  const char *(*describe)(void);
 };
 extern const struct swarm_io_hooks *_Atomic swarm_io_hooks;
 

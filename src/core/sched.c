@@ -41,12 +41,13 @@
  *    racing that push sleeps until its timeout, which starts at 1 ms and
  *    doubles to 256 ms while it stays idle. That costs parallelism, never
  *    progress: the owner runs its own deque.
- *    With the io layer the wait is an epoll_wait on the worker's epoll
- *    instead of the futex wait, and the protocol keeps the futex's
- *    meaning (models/park_ready.pml still describes it): the sleeper stores
- *    in_epoll, then re-reads sleep_word and waits only if it still equals
+ *    With the io layer the wait is in the worker's poller (epoll_wait, or
+ *    io_uring_enter on its ring: io/backend.h) instead of the futex wait,
+ *    and the protocol keeps the futex's meaning (models/park_ready.pml
+ *    still describes it): the sleeper stores
+ *    in_sleep, then re-reads sleep_word and waits only if it still equals
  *    the value read before the re-check; a waker advances sleep_word
- *    (seq_cst), then reads in_epoll and, if set, writes the worker's
+ *    (seq_cst), then reads in_sleep and, if set, writes the worker's
  *    eventfd, which stays readable until drained, so a wake that lands
  *    before epoll_wait starts still ends it. Readiness ends it too.
  *    The monitor (monitor.c) sleeps without a deadline once every worker

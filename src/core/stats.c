@@ -87,6 +87,11 @@ void swarm_stats_print(void) {
   }
   dprintf(fd, "swarm stats: guard pages by %s, default stack %zu bytes\n",
           os_guard_kind(), swarm_rt.default_stack);
+  const struct swarm_io_hooks *io =
+      atomic_load_explicit(&swarm_io_hooks, memory_order_acquire);
+  const char *io_note = io && io->describe ? io->describe() : NULL;
+  if (io_note)
+    dprintf(fd, "swarm stats: io back end %s\n", io_note);
 }
 
 /* ---- SWARM_STATS's value and the live view ---- */

@@ -27,12 +27,14 @@
  *    each one that gets something done wakes the next (io_fd_kick), so
  *    readiness left over is not lost and there is no herd.
  *  - Who polls: a worker with nothing local to run (sched_loop's poll
- *    point), an idle worker, which sleeps in epoll_wait on its own epoll
- *    (an eventfd in it carries the scheduler's wake-ups; core's sleep
- *    protocol is unchanged: the sleeper stores in_epoll, then re-reads
- *    sleep_word, and a waker advances sleep_word, then reads in_epoll, both
- *    seq_cst, so one sees the other), and the monitor (core/monitor.c) for
- *    any epoll nobody polled for a millisecond.
+ *    point), an idle worker, which sleeps in its own poller (epoll_wait,
+ *    or io_uring_enter: io/backend.h; a wake-up eventfd in it carries the
+ *    scheduler's wake-ups; core's sleep protocol is unchanged: the sleeper
+ *    stores in_sleep, then re-reads sleep_word, and a waker advances
+ *    sleep_word, then reads in_sleep, both seq_cst, so one sees the
+ *    other), and the monitor (core/monitor.c) for any poller nobody polled
+ *    for a millisecond. Which back end delivers the edges (epoll or
+ *    io_uring) is io/backend.h's business; nothing here depends on it.
  *
  * The race won here — an edge between "the call said EAGAIN" and "the
  * thread is on the list" must not be lost (edge-triggered epoll reports it
@@ -75,32 +77,20 @@
  * EPOLLONESHOT on every wait (an epoll_ctl per blocking call).
  */
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 
+#include "io/backend.h"
 #include "io/io.h"
 #include "sync/sync.h"
 
 #define CHUNK_SHIFT 12
 #define CHUNK ((uint32_t)1 << CHUNK_SHIFT)
 #define MAX_CHUNKS 1024 /* 4M descriptors */
-#define EVENT_BATCH 128
-#define WAKE_TOKEN UINT64_MAX
-
 enum { ARMED = 0, CLAIMED = 1, DISARMED = 2, MISSED = 3 };
-
-struct io_worker {
-  _Atomic int epfd; /* 0: not created yet (stored as fd + 1) */
-  int evfd;
-  _Atomic int in_epoll;
-  _Atomic uint64_t polled_ns;
-  /* Empty polls in a row back off: the owner skips its next idle_skip
-   * poll points (at most POLL_SKIP_MAX) after one that found nothing.
-   * Touched only by the owning worker (spares always poll). */
-  unsigned idle_skip, idle_backoff;
-} __attribute__((aligned(64)));
 
 /* An idle worker spins (core's sched_loop) before it sleeps in epoll_wait,
  * calling hook_poll each round. Polling every round made a ping-pong round
@@ -109,7 +99,7 @@ struct io_worker {
  * share. Skipping at most 15 rounds (a microsecond or two of cpu_relax)
  * after an empty poll keeps readiness noticed promptly and lets the spin
  * end, and the worker sleep in epoll_wait, as soon as it would without
- * the I/O layer. */
+ * the I/O layer. (The uring back end's empty poll is a load: no skip.) */
 #define POLL_SKIP_MAX 15u
 
 static struct {
@@ -117,7 +107,15 @@ static struct {
   struct io_worker workers[SWARM_MAX_WORKERS];
   struct spinlock create_lock; /* LOCK_IO_EPOLL */
   _Atomic int nwaiting;        /* threads parked in io_call / io_wait_many */
+  /* the back end, chosen at the first poller (under create_lock) and
+   * published before any worker's `ready` */
+  const struct io_backend *_Atomic be;
+  char note[160]; /* what was chosen and why (SWARM_STATS) */
 } io = {.create_lock = SPINLOCK_INIT(LOCK_IO_EPOLL)};
+
+static inline const struct io_backend *backend(void) {
+  return atomic_load_explicit(&io.be, memory_order_relaxed);
+}
 
 /* ---- the table ---- */
 
@@ -205,6 +203,12 @@ void io_fd_created(int fd) {
   if (!e)
     return;
   spin_lock(&e->lock);
+  /* Still registered: its old file was closed behind our back (stdio's
+   * fclose). epoll forgot it with the file; an io_uring poll holds the
+   * file open until cancelled, so cancel it now, late as it is. */
+  if (e->registered)
+    backend()->del(&io.workers[e->owner], fd,
+                   (uint64_t)atomic_load(&e->gen) << 32 | (uint32_t)fd);
   e->registered = false;
   atomic_store(&e->kind, FD_UNKNOWN); /* classified on first use */
   spin_unlock(&e->lock);
@@ -379,82 +383,118 @@ static int ready_all(struct io_node *done) {
 #define READ_EVENTS (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP | EPOLLERR)
 #define WRITE_EVENTS (EPOLLOUT | EPOLLHUP | EPOLLERR)
 
-/* owner: the poller is the epoll's own worker. Only it drains the wake
- * eventfd: drained by the monitor or a spare between the owner's
- * "in_epoll" store and its epoll_wait, a wake meant for the owner would be
- * lost (it is level-triggered, so others simply see it again). */
-static int dispatch(struct epoll_event *ev, int n, struct io_worker *iw,
-                    bool owner) {
-  int readied = 0;
-  for (int i = 0; i < n; i++) {
-    uint64_t data = ev[i].data.u64;
-    if (data == WAKE_TOKEN) {
-      uint64_t v;
-      if (owner)
-        sys_read(iw->evfd, &v, sizeof v);
-      continue;
-    }
-    int fd = (int)(uint32_t)data;
-    uint32_t gen = (uint32_t)(data >> 32);
-    struct io_fd *e = io_fd_entry(fd);
-    if (!e)
-      continue;
-    struct io_node *done = NULL;
-    spin_lock(&e->lock);
-    if (atomic_load(&e->gen) == gen) {
-      /* before edge's bump: a reader that sees the bumped counter sees
-       * this too (drained_eligible) */
-      if (ev[i].events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR))
-        atomic_store(&e->ended, true);
-      if (ev[i].events & READ_EVENTS)
-        edge(e, 0, ev[i].events, &done);
-      if (ev[i].events & WRITE_EVENTS)
-        edge(e, 1, ev[i].events, &done);
-    }
-    spin_unlock(&e->lock);
-    readied += ready_all(done);
+/* One event of a back end (io/backend.h): an edge for each direction the
+ * events concern, on the entry the token names if its generation is
+ * current (events of a closed descriptor are dropped). */
+int io_deliver(uint64_t token, uint32_t events) {
+  int fd = (int)(uint32_t)token;
+  uint32_t gen = (uint32_t)(token >> 32);
+  struct io_fd *e = io_fd_entry(fd);
+  if (!e)
+    return 0;
+  struct io_node *done = NULL;
+  spin_lock(&e->lock);
+  if (atomic_load(&e->gen) == gen) {
+    /* before edge's bump: a reader that sees the bumped counter sees
+     * this too (drained_eligible) */
+    if (events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR))
+      atomic_store(&e->ended, true);
+    if (events & READ_EVENTS)
+      edge(e, 0, events, &done);
+    if (events & WRITE_EVENTS)
+      edge(e, 1, events, &done);
   }
-  return readied;
+  spin_unlock(&e->lock);
+  return ready_all(done);
 }
 
-/* ---- per-worker epolls ---- */
+void io_rearm(uint64_t token) {
+  int fd = (int)(uint32_t)token;
+  struct io_fd *e = io_fd_entry(fd);
+  const struct io_backend *be = backend();
+  if (!e || !be->rearm)
+    return;
+  spin_lock(&e->lock);
+  if (atomic_load(&e->gen) == (uint32_t)(token >> 32) && e->registered)
+    be->rearm(&io.workers[e->owner], fd, token);
+  spin_unlock(&e->lock);
+}
+
+void io_unregistered(uint64_t token) {
+  struct io_fd *e = io_fd_entry((int)(uint32_t)token);
+  if (!e)
+    return;
+  spin_lock(&e->lock);
+  if (atomic_load(&e->gen) == (uint32_t)(token >> 32))
+    e->registered = false;
+  spin_unlock(&e->lock);
+}
+
+/* ---- per-worker pollers ---- */
 
 static int worker_index(struct worker *w) {
   int n = swarm_rt.nworkers;
   return w->id < n ? w->id : w->id % n;
 }
 
-/* The epoll of worker idx, created on first need; -1 if it cannot be. */
-static int worker_epoll(int idx) {
-  struct io_worker *iw = &io.workers[idx];
-  int ep = atomic_load_explicit(&iw->epfd, memory_order_acquire);
-  if (likely(ep))
-    return ep - 1;
-  spin_lock(&io.create_lock);
-  ep = atomic_load(&iw->epfd);
-  if (!ep) {
-    int epfd = (int)sys_epoll_create1(EPOLL_CLOEXEC);
-    int evfd = (int)sys_eventfd2(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = WAKE_TOKEN};
-    if (epfd >= 0 && evfd >= 0 &&
-        sys_epoll_ctl(epfd, EPOLL_CTL_ADD, evfd, &ev) == 0) {
-      iw->evfd = evfd;
-      ep = epfd + 1;
-      atomic_store_explicit(&iw->epfd, ep, memory_order_release);
-      /* It may be asleep on its futex, with no deadline soon, while the
-       * monitor sleeps too: wake it so that it sleeps in the epoll. */
-      spin_unlock(&io.create_lock);
-      worker_wake(&swarm_rt.workers[idx]);
-      return ep - 1;
-    } else {
-      if (epfd >= 0)
-        sys_close(epfd);
-      if (evfd >= 0)
-        sys_close(evfd);
-    }
+/* SWARM_IO: epoll, uring or auto (unset: auto). auto is epoll: the uring
+ * back end did not win the ping-pong measurement (docs/io.md, "The
+ * io_uring back end"). An unusable uring falls back to epoll and says why
+ * in io.note (SWARM_STATS prints it); a malformed value is reported on
+ * stderr and ignored. Under create_lock. */
+static const struct io_backend *choose_backend(void) {
+  const char *v = getenv("SWARM_IO");
+  bool want_uring = false;
+  if (v && strcmp(v, "uring") == 0) {
+    want_uring = true;
+  } else if (v && *v && strcmp(v, "epoll") != 0 && strcmp(v, "auto") != 0) {
+    static const char m[] = "swarm: SWARM_IO: expected epoll, uring or auto; "
+                            "using epoll\n";
+    sys_write(2, m, sizeof m - 1);
   }
+  if (!want_uring) {
+    snprintf(io.note, sizeof io.note, "epoll");
+    return &io_backend_epoll;
+  }
+#ifdef SWARM_HAVE_URING
+  char why[96];
+  if (io_uring_usable(why, sizeof why)) {
+    snprintf(io.note, sizeof io.note, "uring");
+    return &io_backend_uring;
+  }
+  snprintf(io.note, sizeof io.note, "epoll (SWARM_IO=uring unusable here: %s)",
+           why);
+#else
+  snprintf(io.note, sizeof io.note,
+           "epoll (SWARM_IO=uring: built without liburing)");
+#endif
+  return &io_backend_epoll;
+}
+
+/* The poller of worker idx, created on first need; NULL if it cannot be. */
+static struct io_worker *worker_poller(int idx) {
+  struct io_worker *iw = &io.workers[idx];
+  if (likely(atomic_load_explicit(&iw->ready, memory_order_acquire)))
+    return iw;
+  spin_lock(&io.create_lock);
+  if (!atomic_load(&io.be))
+    atomic_store(&io.be, choose_backend());
+  bool made = false;
+  if (!atomic_load(&iw->ready) && backend()->open(iw) == 0) {
+    atomic_store_explicit(&iw->ready, 1, memory_order_release);
+    made = true;
+  }
+  bool ok = atomic_load(&iw->ready);
   spin_unlock(&io.create_lock);
-  return ep - 1;
+  /* It may be asleep on its futex, with no deadline soon, while the
+   * monitor sleeps too: wake it so that it sleeps in its poller. */
+  if (made)
+    worker_wake(&swarm_rt.workers[idx]);
+  return ok ? iw : NULL;
+}
+
+static const char *io_backend_note(void) {
+  return atomic_load(&io.be) ? io.note : NULL;
 }
 
 bool io_fd_register(struct io_fd *e, int fd) {
@@ -464,19 +504,14 @@ bool io_fd_register(struct io_fd *e, int fd) {
       return false;
   }
   int idx = w ? worker_index(w) : fd % swarm_rt.nworkers;
-  int ep = worker_epoll(idx);
-  if (ep < 0)
+  struct io_worker *iw = worker_poller(idx);
+  if (!iw)
     return false;
   bool ok = true;
   spin_lock(&e->lock);
   if (!e->registered) {
-    struct epoll_event ev = {
-        .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET,
-        .data.u64 = (uint64_t)atomic_load(&e->gen) << 32 | (uint32_t)fd};
-    long r = sys_epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
-    if (r == -EEXIST) /* a stale registration of an old generation */
-      r = sys_epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev);
-    if (r == 0) {
+    uint64_t token = (uint64_t)atomic_load(&e->gen) << 32 | (uint32_t)fd;
+    if (backend()->add(iw, fd, token, w && w->id == idx) == 0) {
       e->registered = true;
       e->owner = (int16_t)idx;
     } else {
@@ -505,11 +540,9 @@ long io_fd_forget_with(int fd, long (*op)(int, void *), void *arg) {
     return op(fd, arg);
   struct io_node *done = NULL;
   spin_lock(&e->lock);
-  if (e->registered) {
-    int ep = atomic_load(&io.workers[e->owner].epfd) - 1;
-    if (ep >= 0)
-      sys_epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
-  }
+  if (e->registered)
+    backend()->del(&io.workers[e->owner], fd,
+                   (uint64_t)atomic_load(&e->gen) << 32 | (uint32_t)fd);
   long r = op(fd, arg);
   if (atomic_load(&e->kind)) {
     atomic_fetch_add(&e->gen, 1);
@@ -716,48 +749,41 @@ int io_wait_many(struct io_node *nodes, int count, uint64_t deadline) {
 static void hook_poll(struct worker *w) {
   if (atomic_load_explicit(&io.nwaiting, memory_order_relaxed) == 0)
     return;
-  /* a spare polls the epoll it registers in (its regular worker's) */
+  /* a spare polls the poller it registers in (its regular worker's) */
   struct io_worker *iw = &io.workers[worker_index(w)];
+  if (!atomic_load_explicit(&iw->ready, memory_order_acquire))
+    return;
+  const struct io_backend *be = backend();
   bool owner = worker_index(w) == w->id;
-  if (owner && iw->idle_skip > 0) {
+  bool backoff = owner && !be->poll_is_free;
+  if (backoff && iw->idle_skip > 0) {
     iw->idle_skip--;
     return;
   }
-  int ep = atomic_load_explicit(&iw->epfd, memory_order_acquire) - 1;
-  if (ep < 0)
-    return;
-  struct epoll_event ev[EVENT_BATCH];
-  long n = sys_epoll_pwait(ep, ev, EVENT_BATCH, 0, NULL);
+  int readied = 0;
+  int n = be->wait(iw, 0, owner, &readied);
   atomic_store_explicit(&iw->polled_ns, now_ns(), memory_order_relaxed);
-  if (owner) {
+  if (backoff) {
     iw->idle_backoff = n > 0 ? 0 : 2 * iw->idle_backoff + 1;
     if (iw->idle_backoff > POLL_SKIP_MAX)
       iw->idle_backoff = POLL_SKIP_MAX;
     iw->idle_skip = iw->idle_backoff;
   }
-  if (n > 0)
-    dispatch(ev, (int)n, iw, owner);
 }
 
 static bool hook_sleep(struct worker *w, uint32_t seq, int64_t timeout_ns) {
   if (w->id >= swarm_rt.nworkers)
     return false;
   struct io_worker *iw = &io.workers[w->id];
-  int ep = atomic_load_explicit(&iw->epfd, memory_order_acquire) - 1;
-  if (ep < 0)
+  if (!atomic_load_explicit(&iw->ready, memory_order_acquire))
     return false;
-  atomic_store_explicit(&iw->in_epoll, 1, memory_order_seq_cst);
-  long n = 0;
-  struct epoll_event ev[EVENT_BATCH];
-  if (atomic_load_explicit(&w->sleep_word, memory_order_seq_cst) == seq) {
-    int ms = (int)((timeout_ns + 999999) / 1000000);
-    n = sys_epoll_pwait(ep, ev, EVENT_BATCH, ms, NULL);
-  }
-  atomic_store_explicit(&iw->in_epoll, 0, memory_order_relaxed);
+  atomic_store_explicit(&iw->in_sleep, 1, memory_order_seq_cst);
+  int readied = 0;
+  if (atomic_load_explicit(&w->sleep_word, memory_order_seq_cst) == seq)
+    backend()->wait(iw, timeout_ns, true, &readied);
+  atomic_store_explicit(&iw->in_sleep, 0, memory_order_relaxed);
   atomic_store_explicit(&iw->polled_ns, now_ns(), memory_order_relaxed);
   iw->idle_skip = iw->idle_backoff = 0; /* woken: poll at once again */
-  if (n > 0)
-    dispatch(ev, (int)n, iw, true);
   return true;
 }
 
@@ -765,10 +791,9 @@ static bool hook_wake(struct worker *w) {
   if (w->id >= swarm_rt.nworkers)
     return false;
   struct io_worker *iw = &io.workers[w->id];
-  if (!atomic_load_explicit(&iw->in_epoll, memory_order_seq_cst))
+  if (!atomic_load_explicit(&iw->in_sleep, memory_order_seq_cst))
     return false;
-  uint64_t one = 1;
-  sys_write(iw->evfd, &one, sizeof one);
+  backend()->wake(iw);
   return true;
 }
 
@@ -776,16 +801,16 @@ static int hook_poll_stale(struct worker *w, uint64_t now, uint64_t stale) {
   if (atomic_load_explicit(&io.nwaiting, memory_order_relaxed) == 0)
     return 0;
   struct io_worker *iw = &io.workers[w->id];
-  int ep = atomic_load_explicit(&iw->epfd, memory_order_acquire) - 1;
-  if (ep < 0 || atomic_load_explicit(&iw->in_epoll, memory_order_relaxed))
+  if (!atomic_load_explicit(&iw->ready, memory_order_acquire) ||
+      atomic_load_explicit(&iw->in_sleep, memory_order_relaxed))
     return 0;
   uint64_t last = atomic_load_explicit(&iw->polled_ns, memory_order_relaxed);
   if (now - last < stale)
     return 0;
-  struct epoll_event ev[EVENT_BATCH];
-  long n = sys_epoll_pwait(ep, ev, EVENT_BATCH, 0, NULL);
+  int readied = 0;
+  backend()->wait(iw, 0, false, &readied);
   atomic_store_explicit(&iw->polled_ns, now, memory_order_relaxed);
-  return n > 0 ? dispatch(ev, (int)n, iw, false) : 0;
+  return readied;
 }
 
 static bool hook_waiting(void) {
@@ -795,17 +820,14 @@ static bool hook_waiting(void) {
 void io_offload_after_fork(void);
 
 static void hook_after_fork(void) {
-  /* The epolls are shared with the parent: drop ours, and every
+  /* The pollers are shared with the parent: drop ours, and every
    * registration with them; the parent's waiters did not come along. */
   for (int i = 0; i < SWARM_MAX_WORKERS; i++) {
     struct io_worker *iw = &io.workers[i];
-    int ep = atomic_load(&iw->epfd) - 1;
-    if (ep >= 0) {
-      sys_close(ep);
-      sys_close(iw->evfd);
-    }
-    atomic_store(&iw->epfd, 0);
-    atomic_store(&iw->in_epoll, 0);
+    if (atomic_load(&iw->ready))
+      backend()->drop(iw);
+    atomic_store(&iw->ready, 0);
+    atomic_store(&iw->in_sleep, 0);
   }
   for (int c = 0; c < MAX_CHUNKS; c++) {
     struct io_fd *chunk = atomic_load(&io.chunks[c]);
@@ -832,6 +854,7 @@ static const struct swarm_io_hooks hooks = {
     .poll_stale = hook_poll_stale,
     .waiting = hook_waiting,
     .after_fork = hook_after_fork,
+    .describe = io_backend_note,
 };
 
 __attribute__((constructor)) static void io_register_hooks(void) {

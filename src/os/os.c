@@ -498,6 +498,7 @@ static const char *const lock_names[LOCK_RANKS] = {
     [LOCK_SYNC_OBJECT] = "sync object",
     [LOCK_IO_FD] = "io descriptor",
     [LOCK_IO_EPOLL] = "io epoll creation",
+    [LOCK_IO_RING] = "io ring",
     [LOCK_OFFLOAD] = "io offload pool",
     [LOCK_TIMERS] = "timer heap",
     [LOCK_READY_QUEUE] = "ready queue",

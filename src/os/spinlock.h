@@ -64,7 +64,9 @@ enum lock_rank {
   LOCK_SYNC_OBJECT,  /* sync: the queue of a mutex, rwlock, barrier, sem,
                       * once bucket, event or sleep */
   LOCK_IO_FD,        /* io: one descriptor's entry (wait lists, counters) */
-  LOCK_IO_EPOLL,     /* io: creating a worker's epoll */
+  LOCK_IO_EPOLL,     /* io: creating a worker's poller (epoll or ring) */
+  LOCK_IO_RING,      /* io: a worker ring's submission or completion side
+                      * (io/uring.c); taken under a descriptor's lock */
   LOCK_OFFLOAD,      /* io: the file-offload pool's queue */
   LOCK_TIMERS,       /* core: a worker's timer heap; a timed park arms its
                       * timer while holding its wait list's lock */
