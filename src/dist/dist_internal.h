@@ -250,6 +250,19 @@ void swarm_dist_add_nowait(int rank, uint64_t off, int64_t v);
 void swarm_dist_get(void *dst, int rank, uint64_t off, size_t n);
 void swarm_dist_put(int rank, uint64_t off, const void *src, size_t n);
 
+/* The evacuation heap (evac.c). A slot's header in the window; the first
+ * four words are dist_evac_t. */
+typedef struct dist_evac_slot {
+  dist_evac_t h;
+  uint64_t next, cls, in_pending, pad;
+} dist_evac_slot_t;
+static inline dist_evac_slot_t *swarm_dist_evac_at(uint64_t off) {
+  return (dist_evac_slot_t *)(dist->win_base + off);
+}
+uint64_t swarm_dist_evac_alloc(size_t n);
+void swarm_dist_evac_free_local(uint64_t off);
+void swarm_dist_evac_reset(void);
+
 _Noreturn void swarm_dist_fatal(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
 

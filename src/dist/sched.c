@@ -78,88 +78,6 @@ static void rec_free_local(uint64_t i) {
   dist->records_free = i;
 }
 
-/* ---- evacuation heap --------------------------------------------------- */
-
-/* Slot header in the window; the first four words are dist_evac_t. */
-typedef struct evac_slot {
-  dist_evac_t h;
-  uint64_t next, cls, in_pending, pad;
-} evac_slot_t;
-
-static int evac_class(size_t n) {
-  int c = 8;
-  while (((size_t)1 << c) < n)
-    c++;
-  return c;
-}
-
-static evac_slot_t *evac_at(uint64_t off) {
-  return (evac_slot_t *)(dist->win_base + off);
-}
-
-static void evac_free_local(uint64_t off) {
-  evac_slot_t *s = evac_at(off);
-  s->h.freed = 2; /* on a free list */
-  s->next = dist->evac_free[s->cls];
-  dist->evac_free[s->cls] = off;
-}
-
-/* Slots resumed by another rank come back here (their `freed` word was set
- * by that rank's MPI_Put). */
-static void evac_reclaim(void) {
-  size_t k = 0;
-  for (size_t i = 0; i < dist->n_pending; i++) {
-    uint64_t off = dist->evac_pending[i];
-    evac_slot_t *s = evac_at(off);
-    uint64_t f = vload(&s->h.freed);
-    if (f == 0) {
-      dist->evac_pending[k++] = off;
-      continue;
-    }
-    s->in_pending = 0;
-    if (f == 1)
-      evac_free_local(off);
-  }
-  dist->n_pending = k;
-}
-
-static uint64_t evac_alloc(size_t n) {
-  int c = evac_class(n + sizeof(evac_slot_t));
-  if (c >= DIST_EVAC_CLASSES)
-    swarm_dist_fatal("evacuating %zu bytes of stack", n);
-  uint64_t off = dist->evac_free[c];
-  if (!off) {
-    evac_reclaim();
-    off = dist->evac_free[c];
-  }
-  if (off) {
-    dist->evac_free[c] = evac_at(off)->next;
-  } else {
-    if (dist->evac_bump + ((size_t)1 << c) > dist->evac_size)
-      swarm_dist_fatal("rank %d: SWARM_DIST_HEAP (%zu bytes) full of "
-                       "suspended threads",
-                       dist->rank, dist->evac_size);
-    off = dist->off_evac + dist->evac_bump;
-    dist->evac_bump += (size_t)1 << c;
-    evac_at(off)->in_pending = 0;
-  }
-  evac_slot_t *s = evac_at(off);
-  s->cls = (uint64_t)c;
-  s->h.freed = 0;
-  if (!s->in_pending) {
-    if (dist->n_pending == dist->cap_pending) {
-      dist->cap_pending = dist->cap_pending ? 2 * dist->cap_pending : 256;
-      dist->evac_pending = realloc(
-          dist->evac_pending, dist->cap_pending * sizeof *dist->evac_pending);
-      if (!dist->evac_pending)
-        swarm_dist_fatal("out of memory");
-    }
-    dist->evac_pending[dist->n_pending++] = off;
-    s->in_pending = 1;
-  }
-  return off;
-}
-
 /* ---- the deque (owner side) -------------------------------------------- */
 
 static void lock_deque(int rank) {
@@ -770,13 +688,13 @@ static void resume_evacuated(uint64_t w, dist_entry_t *e) {
   uint64_t off = dist_gref_off(w);
   dist_evac_t ev;
   if (er == dist->rank) {
-    ev = evac_at(off)->h;
-    memcpy((void *)(uintptr_t)ev.sp, dist->win_base + off + sizeof(evac_slot_t),
-           ev.base - ev.sp);
-    evac_free_local(off);
+    ev = swarm_dist_evac_at(off)->h;
+    memcpy((void *)(uintptr_t)ev.sp,
+           dist->win_base + off + sizeof(dist_evac_slot_t), ev.base - ev.sp);
+    swarm_dist_evac_free_local(off);
   } else {
     swarm_dist_get(&ev, er, off, sizeof ev);
-    swarm_dist_get((void *)(uintptr_t)ev.sp, er, off + sizeof(evac_slot_t),
+    swarm_dist_get((void *)(uintptr_t)ev.sp, er, off + sizeof(dist_evac_slot_t),
                    ev.base - ev.sp);
     uint64_t one = 1;
     swarm_dist_put(er, off + offsetof(dist_evac_t, freed), &one, sizeof one);
@@ -816,19 +734,20 @@ static int handle_exit(dist_entry_t *e) {
 static int handle_suspend(void) {
   uint64_t sp = (uint64_t)(uintptr_t)dist->spawn_sp, base = dist->cur_stack_top;
   size_t n = base - sp;
-  uint64_t off = evac_alloc(n);
-  evac_slot_t *s = evac_at(off);
+  uint64_t off = swarm_dist_evac_alloc(n);
+  dist_evac_slot_t *s = swarm_dist_evac_at(off);
   s->h.sp = sp;
   s->h.base = base;
   s->h.thread = dist->cur_thread;
-  memcpy(dist->win_base + off + sizeof(evac_slot_t), (void *)(uintptr_t)sp, n);
+  memcpy(dist->win_base + off + sizeof(dist_evac_slot_t), (void *)(uintptr_t)sp,
+         n);
   uint64_t child = dist->handoff.thread, w = dist_gref(dist->rank, off), old;
   int r = dist_handle_rank(child);
   uint64_t i = dist_handle_idx(child);
   swarm_dist_put(r, REC_OFF(i, waiter), &w, sizeof w);
   swarm_dist_faa(r, REC_OFF(i, state), 1, &old);
   if (old != 0) {
-    evac_free_local(off);
+    swarm_dist_evac_free_local(off);
     return 1;
   }
   dist->stats.suspensions++;
@@ -844,9 +763,7 @@ void swarm_dist_sched_reset(void) {
   memset(meta->inbox, 0, sizeof meta->inbox);
   dist->records_free = 0;
   dist->records_bump = 1; /* 0 means "none" in the free list */
-  memset(dist->evac_free, 0, sizeof dist->evac_free);
-  dist->evac_bump = 0;
-  dist->n_pending = 0;
+  swarm_dist_evac_reset();
   dist->cur_stack_top = dist->cur_thread = 0;
 }
 
