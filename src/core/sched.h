@@ -70,6 +70,20 @@ static inline void *enter_next(struct worker *w, struct swarm_thread *next) {
   return next->sp;
 }
 
+/* enter_next for a context that ends here (nothing is saved): under ASan
+ * it also tells the sanitizer this fiber ends. */
+static inline void *enter_next_ending(struct worker *w,
+                                      struct swarm_thread *next) {
+  void *sp = enter_next(w, next);
+#ifdef SWARM_ASAN
+  const void *lo;
+  size_t size;
+  stack_bounds_of(w, next, &lo, &size);
+  __sanitizer_start_switch_fiber(NULL, lo, size); /* this fiber ends */
+#endif
+  return sp;
+}
+
 /* Switches from the running context (saving into *save_sp) to `next`, or to
  * the worker's scheduler context when next is NULL. Returns, in the resumed
  * context, its worker. */
@@ -97,13 +111,7 @@ static inline struct worker *switch_to(struct worker *w, void **save_sp,
 _Noreturn static inline __attribute__((always_inline)) void
 resume_next(struct worker *w, struct swarm_thread *next,
             void *(*after)(void *)) {
-  void *sp = enter_next(w, next);
-#ifdef SWARM_ASAN
-  const void *lo;
-  size_t size;
-  stack_bounds_of(w, next, &lo, &size);
-  __sanitizer_start_switch_fiber(NULL, lo, size); /* this fiber ends */
-#endif
+  void *sp = enter_next_ending(w, next);
   if (__builtin_constant_p(after == NULL) && after == NULL)
     swarm_arch_resume_plain(sp, w);
   swarm_arch_resume(sp, after, w);

@@ -258,13 +258,7 @@ void swarm_arch_resume_publish_tail(
 static inline __attribute__((always_inline)) void
 resume_publish(struct worker *w, struct swarm_thread *next,
                struct swarm_thread *t) {
-  void *sp = enter_next(w, next);
-#ifdef SWARM_ASAN
-  const void *lo;
-  size_t size;
-  stack_bounds_of(w, next, &lo, &size);
-  __sanitizer_start_switch_fiber(NULL, lo, size); /* this fiber ends */
-#endif
+  void *sp = enter_next_ending(w, next);
   swarm_arch_resume_publish_tail(sp, w, &t->control, CTL_WAITER | CTL_DETACHED,
                                  exit_notify_published);
 }
