@@ -35,6 +35,24 @@
 
 static const struct timespec zero_ts = {0, 0};
 
+/* A readiness check (before a wait, or a readiness-first attempt): ppoll
+ * with a zero timeout, which Linux still fails with EINTR when a handler
+ * ran meanwhile (the runtime's interrupt that preempts the worker, or a
+ * program's signal). Either is
+ * as if it came just before the call, when POSIX lets select and poll go
+ * on waiting (the race pselect exists for), so the check is made again
+ * rather than failing the call with an EINTR no signal of this thread's
+ * caused. A signal sent to the thread while it then waits ends the wait
+ * through the interruption record (sync_interrupt), with EINTR. */
+static long ready_check_ppoll(struct pollfd *fds, nfds_t nfds,
+                              const sigset_t *mask) {
+  long r;
+  do
+    r = sys_ppoll(fds, nfds, &zero_ts, mask);
+  while (r == -EINTR);
+  return r;
+}
+
 static bool is_vec(const struct io_node *n) {
   return n->attempt == io_attempt_readv || n->attempt == io_attempt_writev;
 }
@@ -102,7 +120,7 @@ static long ready_then(struct io_node *n, short events,
     }
   }
   struct pollfd p = {n->fd, events, 0};
-  long r = sys_ppoll(&p, 1, &zero_ts, NULL);
+  long r = ready_check_ppoll(&p, 1, NULL);
   bool done = false;
   if (r == 0) {
     r = -EAGAIN;
@@ -382,7 +400,6 @@ static int sleep_until(uint64_t deadline, bool interruptible) {
 int io_poll_impl(struct pollfd *fds, nfds_t nfds, int64_t timeout_ns,
                  const sigset_t *mask, bool interruptible) {
   uint64_t deadline = deadline_after(timeout_ns);
-  const struct timespec zero = {0, 0};
   struct io_node stack_nodes[POLL_STACK_NODES];
   struct io_node *nodes = stack_nodes;
   if (nfds > POLL_STACK_NODES / 2) {
@@ -414,7 +431,7 @@ int io_poll_impl(struct pollfd *fds, nfds_t nfds, int64_t timeout_ns,
         n->seq = atomic_load(d ? &e->wseq : &e->rseq);
       }
     }
-    long r = sys_ppoll(fds, nfds, &zero, mask);
+    long r = ready_check_ppoll(fds, nfds, mask);
     if (r != 0) {
       result = (int)io_fail(r);
       break;
@@ -510,7 +527,10 @@ int io_epoll_wait_impl(int epfd, struct epoll_event *ev, int n,
       node.interruptible = interruptible;
       node.seq = atomic_load(&e->rseq);
     }
-    long r = sys_epoll_pwait(epfd, ev, n, 0, mask);
+    long r;
+    do /* EINTR: as ready_check_ppoll */
+      r = sys_epoll_pwait(epfd, ev, n, 0, mask);
+    while (r == -EINTR);
     if (r != 0 || timeout_ns == 0 || !e)
       return (int)io_fail(r);
     if (deadline && os_now_ns_inline() >= deadline)

@@ -90,7 +90,8 @@ static void *client(void *arg) {
       FD_ZERO(&rs);
       FD_SET(fd, &rs);
       struct timeval tv = {5, 0};
-      CHECK(select(fd + 1, &rs, NULL, NULL, sent < len ? &tv : NULL) >= 0);
+      int ready = select(fd + 1, &rs, NULL, NULL, sent < len ? &tv : NULL);
+      CHECK(ready >= 0, "%s", strerror(errno));
       if (!FD_ISSET(fd, &rs))
         continue;
       ssize_t n = r % 2 ? recv(fd, in + got, len - got, 0)
