@@ -61,21 +61,34 @@ static uint64_t region_top(void) {
 
 /* ---- join records ------------------------------------------------------ */
 
+/* A record for a new thread here; returns the thread's handle: the one the
+ * record holds (its generation was advanced when the record was last freed,
+ * or at the run's start: swarm_dist_sched_reset). */
 static uint64_t rec_alloc(void) {
   uint64_t i = dist->records_free;
-  if (i)
-    dist->records_free = dist->records[i].next;
-  else if ((i = dist->records_bump++) >= dist->n_records)
-    swarm_dist_fatal("rank %d: more than %zu live threads created here",
-                     dist->rank, dist->n_records - 1);
-  dist->records[i].state = 0;
-  dist->records[i].waiter = 0;
-  return i;
+  dist_rec_t *r = &dist->records[i];
+  if (i) {
+    dist->records_free = r->link;
+  } else {
+    if ((i = dist->records_bump++) >= dist->n_records)
+      swarm_dist_fatal("rank %d: more than %zu live threads created here",
+                       dist->rank, dist->n_records - 1);
+    r = &dist->records[i];
+    if (!r->handle) /* first use since the window was made */
+      r->handle = dist_handle(dist->rank, i);
+  }
+  r->state = 0;
+  r->link = 0;
+  return r->handle;
 }
 
-static void rec_free_local(uint64_t i) {
-  dist->records[i].next = dist->records_free;
-  dist->records_free = i;
+/* Frees the record of h, joined here: the next generation's handle goes in
+ * first, so h (and any copy of it) no longer matches and joins of it
+ * answer ESRCH, and the free list never sees the record twice. */
+static inline void rec_free_local(dist_rec_t *r, uint64_t h) {
+  r->handle = dist_handle_next(h);
+  r->link = dist->records_free;
+  dist->records_free = dist_handle_idx(h);
 }
 
 /* ---- the deque (owner side) -------------------------------------------- */
@@ -289,8 +302,7 @@ int swarm_spawn(swarm_thread_t *thread, const swarm_attr_t *attr,
     return !thread || !fn ? EINVAL : !dist->cur_thread ? EPERM : ENOTSUP;
   /* cur_thread != 0 implies in_run: it is set only by the scheduler of a
    * run and cleared before the run ends. */
-  uint64_t idx = rec_alloc();
-  uint64_t h = dist_handle(dist->rank, idx);
+  uint64_t h = rec_alloc();
   *thread = h;
   uintptr_t sp;
   __asm__ volatile("movq %%rsp, %0" : "=r"(sp));
@@ -313,18 +325,19 @@ int swarm_spawn(swarm_thread_t *thread, const swarm_attr_t *attr,
   return 0;
 }
 
-static void rec_read(uint64_t h, uint64_t *state, uint64_t *result) {
+/* The record of h, wherever it is: its handle word, state and result in
+ * one read (one MPI_Get for a remote record), so that state and result
+ * are those of the use of the record that the handle word names. */
+static void rec_read(uint64_t h, uint64_t v[3]) {
   int r = dist_handle_rank(h);
   uint64_t i = dist_handle_idx(h);
   if (r == dist->rank) {
-    *state = vload(&dist->records[i].state);
+    v[0] = vload(&dist->records[i].handle);
+    v[1] = vload(&dist->records[i].state);
     compiler_barrier();
-    *result = vload(&dist->records[i].result);
+    v[2] = vload(&dist->records[i].result);
   } else {
-    uint64_t v[2];
-    swarm_dist_get(v, r, REC_OFF(i, state), sizeof v);
-    *state = v[0];
-    *result = v[1];
+    swarm_dist_get(v, r, REC_OFF(i, handle), 3 * sizeof v[0]);
   }
 }
 
@@ -336,43 +349,57 @@ __attribute__((noinline)) static int join_slow(swarm_thread_t h,
     return EPERM;
   if (h == dist->cur_thread)
     return EDEADLK;
-  if (dist_handle_rank(h) == dist->rank &&
+  int local = dist_handle_rank(h) == dist->rank;
+  if (local &&
       (dist_handle_idx(h) == 0 || dist_handle_idx(h) >= dist->records_bump))
     return ESRCH;
-  uint64_t state, res;
-  rec_read(h, &state, &res);
-  if (state == 0) {
+  uint64_t v[3]; /* handle, state, result */
+  rec_read(h, v);
+  if (v[0] != h) /* joined already, or its record reused since */
+    return ESRCH;
+  if (v[1] == 0) {
     dist->handoff.kind = DIST_REQ_SUSPEND;
     dist->handoff.thread = h;
     swarm_arch_switch(&dist->spawn_sp, dist->sched_sp, NULL, &dist->handoff);
     /* Resumed, here or elsewhere: h has finished. */
-    rec_read(h, &state, &res);
+    local = dist_handle_rank(h) == dist->rank;
+    rec_read(h, v);
+  }
+  if (local) {
+    if (v[0] != h)
+      return ESRCH;
+    rec_free_local(&dist->records[dist_handle_idx(h)], h);
+  } else {
+    /* A record on another rank stays allocated until the run ends (remote
+     * joins are O(steals)); its generation moves on, atomically, so that
+     * no other join of h succeeds. */
+    uint64_t old;
+    swarm_dist_cas(dist_handle_rank(h), REC_OFF(dist_handle_idx(h), handle), h,
+                   dist_handle_next(h), &old);
+    if (old != h)
+      return ESRCH;
   }
   if (result)
-    *result = (void *)(uintptr_t)res;
-  if (dist_handle_rank(h) == dist->rank)
-    rec_free_local(dist_handle_idx(h));
-  /* A record on another rank stays allocated until the run ends: remote
-   * joins are O(steals). */
+    *result = (void *)(uintptr_t)v[2];
   return 0;
 }
 
 /* The join's fast path: a child created here that has finished (the usual
- * case: it ran to its end before its parent went on). Everything else,
- * errors included, goes through join_slow. */
+ * case: it ran to its end before its parent went on). The record's handle
+ * word equal to h says at once that h is this rank's, its index handed
+ * out and its generation current (never-used records hold 0, free ones
+ * their next handle); the running thread's own record has state 0. The
+ * rest, errors included, goes through join_slow. */
 int swarm_join(swarm_thread_t h, void **result) {
-  uint64_t i = h - dist_handle(dist->rank, 0);
-  if (__builtin_expect(i - 1 < dist->records_bump - 1 && dist->cur_thread &&
-                           h != dist->cur_thread,
+  dist_rec_t *r = &dist->records[dist_handle_idx(h)];
+  if (__builtin_expect(vload(&r->handle) == h && dist->cur_thread &&
+                           vload(&r->state) != 0,
                        1)) {
-    dist_rec_t *r = &dist->records[i];
-    if (__builtin_expect(vload(&r->state) != 0, 1)) {
-      compiler_barrier();
-      if (result)
-        *result = (void *)(uintptr_t)vload(&r->result);
-      rec_free_local(i);
-      return 0;
-    }
+    compiler_barrier();
+    if (result)
+      *result = (void *)(uintptr_t)vload(&r->result);
+    rec_free_local(r, h);
+    return 0;
   }
   return join_slow(h, result);
 }
@@ -403,8 +430,7 @@ int swarm_spawn_on(int rank, swarm_thread_t *thread, void *(*fn)(void *),
     return EINVAL;
   if (!dist->in_run)
     return EPERM;
-  uint64_t idx = rec_alloc();
-  uint64_t h = dist_handle(dist->rank, idx);
+  uint64_t h = rec_alloc();
   *thread = h;
   uint64_t slot;
   swarm_dist_faa(rank, META_OFF(inbox_tail), 1, &slot);
@@ -723,7 +749,7 @@ static int handle_exit(dist_entry_t *e) {
   if (old == 0)
     return 0;
   uint64_t w;
-  swarm_dist_get(&w, r, REC_OFF(i, waiter), sizeof w);
+  swarm_dist_get(&w, r, REC_OFF(i, link), sizeof w);
   resume_evacuated(w, e);
   return 1;
 }
@@ -744,7 +770,7 @@ static int handle_suspend(void) {
   uint64_t child = dist->handoff.thread, w = dist_gref(dist->rank, off), old;
   int r = dist_handle_rank(child);
   uint64_t i = dist_handle_idx(child);
-  swarm_dist_put(r, REC_OFF(i, waiter), &w, sizeof w);
+  swarm_dist_put(r, REC_OFF(i, link), &w, sizeof w);
   swarm_dist_faa(r, REC_OFF(i, state), 1, &old);
   if (old != 0) {
     swarm_dist_evac_free_local(off);
@@ -761,6 +787,10 @@ void swarm_dist_sched_reset(void) {
   meta->top = meta->bottom = 0;
   meta->inbox_tail = meta->inbox_head = 0;
   memset(meta->inbox, 0, sizeof meta->inbox);
+  /* Every record of the last run is free again: its generation moves on
+   * so that no handle of that run names a thread of this one. */
+  for (uint64_t i = 1; i < dist->records_bump; i++)
+    dist->records[i].handle = dist_handle_next(dist->records[i].handle);
   dist->records_free = 0;
   dist->records_bump = 1; /* 0 means "none" in the free list */
   swarm_dist_evac_reset();
@@ -774,8 +804,9 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
   uint64_t root = 0, backoff = DIST_BACKOFF_MIN_NS;
   dist_entry_t e;
   if (dist->rank == 0) {
-    root = rec_alloc();
-    xfer = start_thread(root_fn, root_arg, dist_handle(0, root));
+    uint64_t h = rec_alloc();
+    root = dist_handle_idx(h);
+    xfer = start_thread(root_fn, root_arg, h);
   }
   for (;;) {
     if (xfer) { /* a thread came back to the scheduler */
