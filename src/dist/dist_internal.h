@@ -216,6 +216,9 @@ void swarm_dist_record_steal(uint64_t total, uint64_t lock, uint64_t index,
 
 void swarm_dist_sched_steps(void);
 
+/* victim.c: a rank to try to steal from, -1 when none looks loaded. */
+int swarm_dist_choose_victim(void);
+
 /* trace.c: SWARM_TRACE, one Perfetto trace of the job (see there).
  * init and finish are collective (swarm_dist_init, _finalize); the rest
  * are trace points, called through DIST_TRACE or the switch steps. */
