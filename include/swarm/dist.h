@@ -19,8 +19,8 @@
  * (from any rank, in this run or a later one) answers ESRCH, even after
  * its record serves a newer thread, unless the join lands exactly when
  * that record has been reused a multiple of 2^29 times since (handles
- * carry a 29-bit generation; docs/dist.md, "Thread handles"). Two joins
- * of one thread at the same moment are the caller's error.
+ * carry a 29-bit generation; docs/dist.md, "Thread handles"). A join of a
+ * thread another thread is waiting for answers EINVAL.
  *
  * Threads are uni-address threads (Akiyama & Taura): a thread runs in a
  * region at the same virtual address on every rank, spawn is child-first on

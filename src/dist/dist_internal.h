@@ -70,10 +70,11 @@ typedef struct dist_meta {
  * generation bits say which use of the record a handle names; it is
  * first, next to state and result, so that one read gets all three.
  * state counts arrivals: the thread's finish (+1) and a joiner that
- * suspended (+1); the second to arrive resumes the joiner. A child that
- * finishes with its parent still below it on the same stack stores
- * state = 1 directly: no one else can hold its handle yet (see sched.c).
- * `link` is the joiner's evacuated stack (a global ref) while the record
+ * suspended (+2, after a claim of +4: one joiner per thread; sched.c,
+ * REC_*); the second to arrive resumes the joiner. A child that finishes
+ * with its parent still below it on the same stack stores state = 1
+ * directly: no one else can hold its handle yet (see sched.c). `link` is
+ * the waiting joiner's evacuated stack (a global ref) while the record
  * is in use and the free list's next index while it is free. */
 typedef struct dist_rec {
   uint64_t handle;

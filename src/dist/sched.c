@@ -40,6 +40,10 @@
 #define META_OFF(f) ((uint64_t)offsetof(dist_meta_t, f))
 #define REC_OFF(i, f)                                                          \
   (dist->off_records + (i) * sizeof(dist_rec_t) + offsetof(dist_rec_t, f))
+/* A record's state: bits a thread's end and its one joiner add. */
+#define REC_DONE 1ull  /* the thread finished (result written) */
+#define REC_WAIT 2ull  /* the joiner suspended, its link in place */
+#define REC_CLAIM 4ull /* + 4 per joiner trying to suspend on it */
 #define TAG_REQ 71
 #define TAG_REP 72
 #define TAG_FRAMES 73
@@ -77,8 +81,7 @@ static uint64_t rec_alloc(void) {
     if (!r->handle) /* first use since the window was made */
       r->handle = dist_handle(dist->rank, i);
   }
-  r->state = 0;
-  r->link = 0;
+  r->state = 0; /* link is read only once a joiner has put it there */
   return r->handle;
 }
 
@@ -249,7 +252,7 @@ exit_common(void *result, int traced) {
     dist_rec_t *r = &dist->records[dist_handle_idx(self)];
     r->result = (uint64_t)(uintptr_t)result;
     compiler_barrier();
-    vstore(&r->state, 1);
+    vstore(&r->state, REC_DONE);
     dist->cur_stack_top = e.base;
     dist->cur_thread = e.thread;
     if (traced)
@@ -357,10 +360,14 @@ __attribute__((noinline)) static int join_slow(swarm_thread_t h,
   rec_read(h, v);
   if (v[0] != h) /* joined already, or its record reused since */
     return ESRCH;
+  if (v[1] >= REC_CLAIM) /* another joiner waits on it (handle_suspend) */
+    return EINVAL;
   if (v[1] == 0) {
     dist->handoff.kind = DIST_REQ_SUSPEND;
     dist->handoff.thread = h;
-    swarm_arch_switch(&dist->spawn_sp, dist->sched_sp, NULL, &dist->handoff);
+    if (swarm_arch_switch(&dist->spawn_sp, dist->sched_sp, NULL,
+                          &dist->handoff))
+      return EINVAL; /* another joiner claimed it first */
     /* Resumed, here or elsewhere: h has finished. */
     local = dist_handle_rank(h) == dist->rank;
     rec_read(h, v);
@@ -388,12 +395,13 @@ __attribute__((noinline)) static int join_slow(swarm_thread_t h,
  * case: it ran to its end before its parent went on). The record's handle
  * word equal to h says at once that h is this rank's, its index handed
  * out and its generation current (never-used records hold 0, free ones
- * their next handle); the running thread's own record has state 0. The
+ * their next handle); state REC_DONE alone: finished, no joiner ever
+ * waited (the running thread's own record has state 0). The
  * rest, errors included, goes through join_slow. */
 int swarm_join(swarm_thread_t h, void **result) {
   dist_rec_t *r = &dist->records[dist_handle_idx(h)];
   if (__builtin_expect(vload(&r->handle) == h && dist->cur_thread &&
-                           vload(&r->state) != 0,
+                           vload(&r->state) == REC_DONE,
                        1)) {
     compiler_barrier();
     if (result)
@@ -666,8 +674,8 @@ static int handle_exit(dist_entry_t *e) {
   uint64_t i = dist_handle_idx(h);
   swarm_dist_put(r, REC_OFF(i, result), &dist->handoff.result,
                  sizeof dist->handoff.result);
-  swarm_dist_faa(r, REC_OFF(i, state), 1, &old);
-  if (old == 0)
+  swarm_dist_faa(r, REC_OFF(i, state), REC_DONE, &old);
+  if (!(old & REC_WAIT))
     return 0;
   uint64_t w;
   swarm_dist_get(&w, r, REC_OFF(i, link), sizeof w);
@@ -677,7 +685,8 @@ static int handle_exit(dist_entry_t *e) {
 
 /* The running thread (saved at dist->spawn_sp) waits for dist->handoff.thread:
  * evacuate it, then arrive on the record. Returns 1 when the child had
- * already finished (the thread may go on: its frames are still in place). */
+ * already finished (the thread may go on: its frames are still in place),
+ * 2 when another thread is already joining it (go on, with EINVAL). */
 static int handle_suspend(void) {
   uint64_t sp = (uint64_t)(uintptr_t)dist->spawn_sp, base = dist->cur_stack_top;
   size_t n = base - sp;
@@ -691,9 +700,21 @@ static int handle_suspend(void) {
   uint64_t child = dist->handoff.thread, w = dist_gref(dist->rank, off), old;
   int r = dist_handle_rank(child);
   uint64_t i = dist_handle_idx(child);
+  /* One joiner per thread: it claims the record first (state +
+   * REC_CLAIM; a later claimer undoes its own and gets EINVAL, as in
+   * libswarm), then puts its link and arrives (+REC_WAIT, so that state
+   * tells a waiting joiner from a finished thread). Fetch-and-add, not
+   * compare-and-swap: Open MPI's osc rdma crashes on a compare-and-swap
+   * aimed at the caller's own rank. */
+  swarm_dist_faa(r, REC_OFF(i, state), REC_CLAIM, &old);
+  if (old >= REC_CLAIM) {
+    swarm_dist_faa(r, REC_OFF(i, state), -(int64_t)REC_CLAIM, NULL);
+    swarm_dist_evac_free_local(off);
+    return 2;
+  }
   swarm_dist_put(r, REC_OFF(i, link), &w, sizeof w);
-  swarm_dist_faa(r, REC_OFF(i, state), 1, &old);
-  if (old != 0) {
+  swarm_dist_faa(r, REC_OFF(i, state), REC_WAIT, &old);
+  if (old & REC_DONE) {
     swarm_dist_evac_free_local(off);
     return 1;
   }
@@ -735,11 +756,13 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
       dist_req_t *q = xfer;
       xfer = NULL;
       if (q->kind == DIST_REQ_SUSPEND) {
-        if (handle_suspend()) {
+        int go_on = handle_suspend();
+        if (go_on) { /* join_slow gets EINVAL as the transfer, or NULL */
           DIST_TRACE(swarm_dist_trace_switch(dist->cur_thread));
           leave_scheduler();
+          void *x = go_on == 2 ? (void *)(uintptr_t)EINVAL : NULL;
           xfer = back_in_scheduler(
-              swarm_arch_switch(&dist->sched_sp, dist->spawn_sp, NULL, NULL));
+              swarm_arch_switch(&dist->sched_sp, dist->spawn_sp, NULL, x));
           continue;
         }
         if (deq_pop(&e)) { /* its parent continues, as if it had returned */
@@ -752,7 +775,7 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
       }
       dist->cur_stack_top = dist->cur_thread = 0;
     }
-    if (dist->rank == 0 && vload(&dist->records[root].state) != 0) {
+    if (dist->rank == 0 && (vload(&dist->records[root].state) & REC_DONE)) {
       *root_result = vload(&dist->records[root].result);
       for (int r = 0; r < dist->nranks; r++)
         swarm_dist_put(r, META_OFF(done), &dist->run, sizeof dist->run);

@@ -12,7 +12,8 @@
  * earlier run, and (2 ranks) a remote record's stale or twice-joined
  * handle all answer ESRCH, while the newer threads still join with their
  * own results and the record free list stays intact (many threads live at
- * once after a double join all get their own results).
+ * once after a double join all get their own results). A join of a thread
+ * another thread is already waiting for answers EINVAL.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -57,6 +58,36 @@ static void check_stale_reused(void) {
   CHECK(swarm_join(old, &r) == ESRCH, "stale handle, record reused");
   CHECK(swarm_join(young, &r) == 0 && (intptr_t)r == 30,
         "the new thread's own join: %ld", (long)(intptr_t)r);
+}
+
+static void *joiner(void *h) {
+  void *r = NULL;
+  int e = swarm_join((swarm_thread_t)(uintptr_t)h, &r);
+  return e ? (void *)(intptr_t)-e : r;
+}
+
+/* One joiner per thread: c is placed on this rank (swarm_spawn_on), so it
+ * runs only once this rank's deque is empty; j1 joins it first and waits.
+ * A second join meanwhile answers EINVAL (a join taking it for finished
+ * would return a result c never gave and free a live thread's record).
+ * With more ranks the root may be stolen while j1 waits and c may have
+ * been joined already: ESRCH then. */
+static void check_second_joiner(void) {
+  swarm_thread_t c, j1, j2;
+  void *r = NULL;
+  int one = swarm_dist_ranks() == 1;
+  CHECK(swarm_spawn_on(swarm_dist_rank(), &c, leaf, (void *)79) == 0,
+        "spawn_on here");
+  CHECK(swarm_spawn(&j1, NULL, joiner, (void *)(uintptr_t)c) == 0, "j1");
+  int e = swarm_join(c, &r);
+  CHECK(e == EINVAL || (!one && e == ESRCH), "join while j1 waits: %d", e);
+  CHECK(swarm_spawn(&j2, NULL, joiner, (void *)(uintptr_t)c) == 0, "j2");
+  CHECK(swarm_join(j2, &r) == 0, "join j2");
+  CHECK((intptr_t)r == -EINVAL || (!one && (intptr_t)r == -ESRCH),
+        "j2 joining while j1 waits: %ld", (long)(intptr_t)r);
+  CHECK(swarm_join(j1, &r) == 0 && (intptr_t)r == 80, "j1 got c's result: %ld",
+        (long)(intptr_t)r);
+  CHECK(swarm_join(c, &r) == ESRCH, "c after j1 joined it");
 }
 
 /* On the rank it runs on: a finished child left unjoined (or, with
@@ -123,6 +154,7 @@ static void *root(void *unused) {
   CHECK(swarm_join(t, &r) == 0 && (intptr_t)r == 2, "join after errors");
   check_double_join();
   check_stale_reused();
+  check_second_joiner();
   if (swarm_dist_ranks() > 1)
     check_remote();
   return (void *)7;
@@ -158,7 +190,8 @@ int main(int argc, char **argv) {
   CHECK(swarm_dist_run(next_run, r, &r) == 0 && (intptr_t)r == 8, "next run");
   CHECK(swarm_spawn(&t, NULL, leaf, NULL) == EPERM, "spawn after the run");
   if (swarm_dist_rank() == 0)
-    printf("errors: spawn and join refuse bad calls and stale handles, on %d rank(s)\n",
+    printf("errors: spawn and join refuse bad calls and stale handles, on %d "
+           "rank(s)\n",
            swarm_dist_ranks());
   swarm_dist_finalize();
   return 0;
