@@ -17,10 +17,12 @@
  *    failed pop means the parent was stolen (or there is none) and the exit
  *    goes through the scheduler (slow path).
  *  - A child whose exit pops its parent was, all its life, known only to
- *    that parent's frame on this rank: its record is local and nobody can
- *    be waiting on it, so it is completed with plain stores. Every other
- *    completion, and every suspension, arrives on the record with
- *    MPI_Fetch_and_op; the second arrival resumes the joiner.
+ *    that parent's frame on this rank and to its own descendants: its
+ *    record is local and only a descendant can be waiting on it (the exit
+ *    then pushes the parent back and takes the slow path), so it is
+ *    completed with plain stores. Every other completion, and every
+ *    suspension, arrives on the record with MPI_Fetch_and_op; the second
+ *    arrival resumes the joiner.
  *  - Thieves take the oldest continuation and copy its frames while holding
  *    the victim's deque lock; the victim needs that lock to pop the stolen
  *    entry's slot, so it cannot overwrite those frames mid-copy.
@@ -241,6 +243,15 @@ void swarm_dist_sched_steps(void) {
   dist->arch_spawn = dist->trace_on ? spawn_traced : swarm_arch_spawn;
 }
 
+/* A descendant, given the exiting thread's handle, waits to join it (it
+ * suspended, and the thread's frames went on): the parent just popped goes
+ * back on the deque, and the exit's slow path completes the record and
+ * resumes that joiner, whose own exit then pops the parent. */
+__attribute__((noinline, cold)) static void
+exit_unpop(uint64_t sp, uint64_t base, uint64_t thread) {
+  vstore(deq_push(base, thread), sp);
+}
+
 /* A thread's end; `traced` is a constant (thread_exit, thread_exit_traced):
  * untraced, the code is the plain exit's. */
 __attribute__((always_inline)) static inline _Noreturn void
@@ -250,14 +261,17 @@ exit_common(void *result, int traced) {
   if (deq_pop(&e)) {
     /* Fast path: the parent is right above us and was never stolen. */
     dist_rec_t *r = &dist->records[dist_handle_idx(self)];
-    r->result = (uint64_t)(uintptr_t)result;
-    compiler_barrier();
-    vstore(&r->state, REC_DONE);
-    dist->cur_stack_top = e.base;
-    dist->cur_thread = e.thread;
-    if (traced)
-      swarm_dist_trace_switch(e.thread); /* the parent continues */
-    swarm_arch_resume_plain((void *)(uintptr_t)e.sp, NULL);
+    if (__builtin_expect(vload(&r->state) == 0, 1)) {
+      r->result = (uint64_t)(uintptr_t)result;
+      compiler_barrier();
+      vstore(&r->state, REC_DONE);
+      dist->cur_stack_top = e.base;
+      dist->cur_thread = e.thread;
+      if (traced)
+        swarm_dist_trace_switch(e.thread); /* the parent continues */
+      swarm_arch_resume_plain((void *)(uintptr_t)e.sp, NULL);
+    }
+    exit_unpop(e.sp, e.base, e.thread);
   }
   dist->handoff.kind = DIST_REQ_EXIT;
   dist->handoff.thread = self;
