@@ -410,11 +410,12 @@ __attribute__((noinline)) static int join_slow(swarm_thread_t h,
  * word equal to h says at once that h is this rank's, its index handed
  * out and its generation current (never-used records hold 0, free ones
  * their next handle); state REC_DONE alone: finished, no joiner ever
- * waited (the running thread's own record has state 0). The
- * rest, errors included, goes through join_slow. */
+ * waited (the running thread's own record has state 0). cur_thread is
+ * tested first: outside a run (before init, after finalize) the records
+ * may not be mapped. The rest, errors included, goes through join_slow. */
 int swarm_join(swarm_thread_t h, void **result) {
   dist_rec_t *r = &dist->records[dist_handle_idx(h)];
-  if (__builtin_expect(vload(&r->handle) == h && dist->cur_thread &&
+  if (__builtin_expect(dist->cur_thread && vload(&r->handle) == h &&
                            vload(&r->state) == REC_DONE,
                        1)) {
     compiler_barrier();

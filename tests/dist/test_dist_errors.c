@@ -180,6 +180,9 @@ static void *next_run(void *h) {
 }
 
 int main(int argc, char **argv) {
+  /* Shaped like a handle of rank 0, record 1: no records exist yet. */
+  swarm_thread_t like = ((swarm_thread_t)1 << 63) | 1;
+  CHECK(swarm_join(like, NULL) == ESRCH, "join before init");
   dist_test_init(&argc, &argv);
   swarm_thread_t t = 0;
   CHECK(swarm_spawn(&t, NULL, leaf, NULL) == EPERM, "spawn outside a run");
@@ -194,5 +197,6 @@ int main(int argc, char **argv) {
            "rank(s)\n",
            swarm_dist_ranks());
   swarm_dist_finalize();
+  CHECK(swarm_join(like, NULL) == ESRCH, "join after finalize");
   return 0;
 }
