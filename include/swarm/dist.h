@@ -15,6 +15,13 @@
  * touched. The rest of swarm.h (mutexes, conditions, timers, yield, attrs
  * other than NULL) is not provided: using it is a link error.
  *
+ * Handles keep swarm.h's promise: once a thread is joined, its handle
+ * (from any rank, in this run or a later one) answers ESRCH, even after
+ * its record serves a newer thread, unless the join lands exactly when
+ * that record has been reused a multiple of 2^29 times since (handles
+ * carry a 29-bit generation; docs/dist.md, "Thread handles"). A join of a
+ * thread another thread is waiting for answers EINVAL.
+ *
  * Threads are uni-address threads (Akiyama & Taura): a thread runs in a
  * region at the same virtual address on every rank, spawn is child-first on
  * the running stack, and a thief on another rank takes the parent's
@@ -89,8 +96,9 @@ typedef enum swarm_dist_steal {
  * says how accurately). A file rank 0 cannot open is reported on stderr
  * and the job runs untraced.
  *
- * Returns 0, EADDRNOTAVAIL (addresses differ), ENOTSUP (not x86-64, or the
- * MPI window memory cannot be mapped at the uni-address), EINVAL (bad
+ * Returns 0, EADDRNOTAVAIL (addresses differ), ENOTSUP (not x86-64, more
+ * than 65535 ranks, or the MPI window memory cannot be mapped at the
+ * uni-address), EINVAL (bad
  * --steal or size), EBUSY (already initialised) or ENOMEM. On failure MPI
  * has been finalised again, so the program may simply exit. */
 int swarm_dist_init(int *argc, char ***argv);

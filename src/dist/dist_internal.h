@@ -65,16 +65,22 @@ typedef struct dist_meta {
   dist_inbox_slot_t inbox[DIST_INBOX_CAP];
 } dist_meta_t;
 
-/* Join record of one thread, in its creator's window. state counts
- * arrivals: the thread's finish (+1) and a joiner that suspended (+1); the
- * second to arrive resumes the joiner. A child that finishes with its
- * parent still below it on the same stack stores state = 1 directly: no
- * one else can hold its handle yet (see sched.c). */
+/* Join record of one thread, in its creator's window. `handle` is the
+ * handle the record's current (or, while free, next) thread has, so its
+ * generation bits say which use of the record a handle names; it is
+ * first, next to state and result, so that one read gets all three.
+ * state counts arrivals: the thread's finish (+1) and a joiner that
+ * suspended (+2, after a claim of +4: one joiner per thread; sched.c,
+ * REC_*); the second to arrive resumes the joiner. A child that finishes
+ * with its parent still below it on the same stack stores state = 1
+ * directly: no one else can hold its handle yet (see sched.c). `link` is
+ * the waiting joiner's evacuated stack (a global ref) while the record
+ * is in use and the free list's next index while it is free. */
 typedef struct dist_rec {
+  uint64_t handle;
   uint64_t state;
   uint64_t result;
-  uint64_t waiter; /* global ref of the joiner's dist_evac */
-  uint64_t next;   /* free list link (owner only) */
+  uint64_t link;
 } dist_rec_t;
 
 /* Header of an evacuated thread in the window of the rank it suspended
@@ -84,17 +90,31 @@ typedef struct dist_evac {
   uint64_t freed; /* set by a remote resumer; reclaimed by the owner */
 } dist_evac_t;
 
-/* Thread handles: bit 63 set, creator rank in bits 40..55, record index
- * below. */
+/* Thread handles: bit 63 set, then the record's generation (29 bits,
+ * 34..62), the creator rank (16 bits, 18..33) and the record index (the
+ * DIST_REC_BITS low bits; window.c sizes the records by them). The
+ * generation gets every bit the index and rank leave, so a stale handle
+ * could name a thread again only after exactly a multiple of 2^29 reuses
+ * of its record (docs/dist.md, "Thread handles"). It sits on top so that
+ * the next use's handle is one add: its carry out of bit 62 clears the
+ * flag, which the | puts back (the generation wraps to 0). */
 #define DIST_H_FLAG (1ull << 63)
+#define DIST_REC_BITS 18 /* 2^18 join records per rank */
+#define DIST_H_RANK_SHIFT DIST_REC_BITS
+#define DIST_H_GEN_SHIFT (DIST_H_RANK_SHIFT + 16)
+#define DIST_H_IDX_MASK ((1ull << DIST_REC_BITS) - 1)
 static inline uint64_t dist_handle(int rank, uint64_t idx) {
-  return DIST_H_FLAG | ((uint64_t)rank << 40) | idx;
+  return DIST_H_FLAG | ((uint64_t)rank << DIST_H_RANK_SHIFT) | idx;
 }
 static inline int dist_handle_rank(uint64_t h) {
-  return (int)((h >> 40) & 0xffff);
+  return (int)((h >> DIST_H_RANK_SHIFT) & 0xffff);
 }
 static inline uint64_t dist_handle_idx(uint64_t h) {
-  return h & ((1ull << 40) - 1);
+  return h & DIST_H_IDX_MASK;
+}
+/* The handle of the record's next use: generation + 1, wrapping. */
+static inline uint64_t dist_handle_next(uint64_t h) {
+  return (h + (1ull << DIST_H_GEN_SHIFT)) | DIST_H_FLAG;
 }
 /* Global refs (evac slots, swarm_gptr_t): rank + 1 in bits 48..63, window
  * offset below (so 0 is never a valid ref). */
@@ -197,6 +217,9 @@ void swarm_dist_record_steal(uint64_t total, uint64_t lock, uint64_t index,
 
 void swarm_dist_sched_steps(void);
 
+/* victim.c: a rank to try to steal from, -1 when none looks loaded. */
+int swarm_dist_choose_victim(void);
+
 /* trace.c: SWARM_TRACE, one Perfetto trace of the job (see there).
  * init and finish are collective (swarm_dist_init, _finalize); the rest
  * are trace points, called through DIST_TRACE or the switch steps. */
@@ -247,6 +270,8 @@ static inline void dist_mpi_exit(int took) {
 /* global.c: window access helpers */
 void swarm_dist_faa(int rank, uint64_t off, int64_t v, uint64_t *old);
 void swarm_dist_add_nowait(int rank, uint64_t off, int64_t v);
+void swarm_dist_cas(int rank, uint64_t off, uint64_t compare, uint64_t swap,
+                    uint64_t *old);
 void swarm_dist_get(void *dst, int rank, uint64_t off, size_t n);
 void swarm_dist_put(int rank, uint64_t off, const void *src, size_t n);
 

@@ -1,7 +1,7 @@
 /*
  * dist/global.c — one-sided access to the ranks' windows: the blocking
- * get/put/fetch-and-add helpers the runtime uses on its own structures, and
- * the public swarm_global_* memory built on them.
+ * get/put/fetch-and-add/compare-and-swap helpers the runtime uses on its own
+ * structures, and the public swarm_global_* memory built on them.
  *
  * Every helper completes its operation (MPI_Win_flush) before returning, so
  * callers can order accesses by program order. Called from thread code
@@ -19,6 +19,17 @@ void swarm_dist_faa(int rank, uint64_t off, int64_t v, uint64_t *old) {
   int took = dist_mpi_enter();
   MPI_Fetch_and_op(&v, old ? old : &dummy, MPI_INT64_T, rank, (MPI_Aint)off,
                    MPI_SUM, dist->win);
+  MPI_Win_flush(rank, dist->win);
+  dist_mpi_exit(took);
+}
+
+/* Atomically replaces the word at off with swap if it equals compare;
+ * *old gets the word as it was. */
+void swarm_dist_cas(int rank, uint64_t off, uint64_t compare, uint64_t swap,
+                    uint64_t *old) {
+  int took = dist_mpi_enter();
+  MPI_Compare_and_swap(&swap, &compare, old, MPI_UINT64_T, rank, (MPI_Aint)off,
+                       dist->win);
   MPI_Win_flush(rank, dist->win);
   dist_mpi_exit(took);
 }

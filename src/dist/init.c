@@ -293,6 +293,8 @@ int swarm_dist_init(int *argc, char ***argv) {
     MPI_Query_thread(&dist->thread_level);
   MPI_Comm_rank(MPI_COMM_WORLD, &dist->rank);
   MPI_Comm_size(MPI_COMM_WORLD, &dist->nranks);
+  if (!e && dist->nranks > 65535) /* handles, global refs: 16 rank bits */
+    e = ENOTSUP;
   int name_len;
   MPI_Get_processor_name(dist->node_name, &name_len);
   /* Configuration errors are local; agree on failing. */

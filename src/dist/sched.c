@@ -17,10 +17,12 @@
  *    failed pop means the parent was stolen (or there is none) and the exit
  *    goes through the scheduler (slow path).
  *  - A child whose exit pops its parent was, all its life, known only to
- *    that parent's frame on this rank: its record is local and nobody can
- *    be waiting on it, so it is completed with plain stores. Every other
- *    completion, and every suspension, arrives on the record with
- *    MPI_Fetch_and_op; the second arrival resumes the joiner.
+ *    that parent's frame on this rank and to its own descendants: its
+ *    record is local and only a descendant can be waiting on it (the exit
+ *    then pushes the parent back and takes the slow path), so it is
+ *    completed with plain stores. Every other completion, and every
+ *    suspension, arrives on the record with MPI_Fetch_and_op; the second
+ *    arrival resumes the joiner.
  *  - Thieves take the oldest continuation and copy its frames while holding
  *    the victim's deque lock; the victim needs that lock to pop the stolen
  *    entry's slot, so it cannot overwrite those frames mid-copy.
@@ -40,6 +42,10 @@
 #define META_OFF(f) ((uint64_t)offsetof(dist_meta_t, f))
 #define REC_OFF(i, f)                                                          \
   (dist->off_records + (i) * sizeof(dist_rec_t) + offsetof(dist_rec_t, f))
+/* A record's state: bits a thread's end and its one joiner add. */
+#define REC_DONE 1ull  /* the thread finished (result written) */
+#define REC_WAIT 2ull  /* the joiner suspended, its link in place */
+#define REC_CLAIM 4ull /* + 4 per joiner trying to suspend on it */
 #define TAG_REQ 71
 #define TAG_REP 72
 #define TAG_FRAMES 73
@@ -61,21 +67,33 @@ static uint64_t region_top(void) {
 
 /* ---- join records ------------------------------------------------------ */
 
+/* A record for a new thread here; returns the thread's handle: the one the
+ * record holds (its generation was advanced when the record was last freed,
+ * or at the run's start: swarm_dist_sched_reset). */
 static uint64_t rec_alloc(void) {
   uint64_t i = dist->records_free;
-  if (i)
-    dist->records_free = dist->records[i].next;
-  else if ((i = dist->records_bump++) >= dist->n_records)
-    swarm_dist_fatal("rank %d: more than %zu live threads created here",
-                     dist->rank, dist->n_records - 1);
-  dist->records[i].state = 0;
-  dist->records[i].waiter = 0;
-  return i;
+  dist_rec_t *r = &dist->records[i];
+  if (i) {
+    dist->records_free = r->link;
+  } else {
+    if ((i = dist->records_bump++) >= dist->n_records)
+      swarm_dist_fatal("rank %d: more than %zu live threads created here",
+                       dist->rank, dist->n_records - 1);
+    r = &dist->records[i];
+    if (!r->handle) /* first use since the window was made */
+      r->handle = dist_handle(dist->rank, i);
+  }
+  r->state = 0; /* link is read only once a joiner has put it there */
+  return r->handle;
 }
 
-static void rec_free_local(uint64_t i) {
-  dist->records[i].next = dist->records_free;
-  dist->records_free = i;
+/* Frees the record of h, joined here: the next generation's handle goes in
+ * first, so h (and any copy of it) no longer matches and joins of it
+ * answer ESRCH, and the free list never sees the record twice. */
+static inline void rec_free_local(dist_rec_t *r, uint64_t h) {
+  r->handle = dist_handle_next(h);
+  r->link = dist->records_free;
+  dist->records_free = dist_handle_idx(h);
 }
 
 /* ---- the deque (owner side) -------------------------------------------- */
@@ -225,6 +243,15 @@ void swarm_dist_sched_steps(void) {
   dist->arch_spawn = dist->trace_on ? spawn_traced : swarm_arch_spawn;
 }
 
+/* A descendant, given the exiting thread's handle, waits to join it (it
+ * suspended, and the thread's frames went on): the parent just popped goes
+ * back on the deque, and the exit's slow path completes the record and
+ * resumes that joiner, whose own exit then pops the parent. */
+__attribute__((noinline, cold)) static void
+exit_unpop(uint64_t sp, uint64_t base, uint64_t thread) {
+  vstore(deq_push(base, thread), sp);
+}
+
 /* A thread's end; `traced` is a constant (thread_exit, thread_exit_traced):
  * untraced, the code is the plain exit's. */
 __attribute__((always_inline)) static inline _Noreturn void
@@ -234,14 +261,17 @@ exit_common(void *result, int traced) {
   if (deq_pop(&e)) {
     /* Fast path: the parent is right above us and was never stolen. */
     dist_rec_t *r = &dist->records[dist_handle_idx(self)];
-    r->result = (uint64_t)(uintptr_t)result;
-    compiler_barrier();
-    vstore(&r->state, 1);
-    dist->cur_stack_top = e.base;
-    dist->cur_thread = e.thread;
-    if (traced)
-      swarm_dist_trace_switch(e.thread); /* the parent continues */
-    swarm_arch_resume_plain((void *)(uintptr_t)e.sp, NULL);
+    if (__builtin_expect(vload(&r->state) == 0, 1)) {
+      r->result = (uint64_t)(uintptr_t)result;
+      compiler_barrier();
+      vstore(&r->state, REC_DONE);
+      dist->cur_stack_top = e.base;
+      dist->cur_thread = e.thread;
+      if (traced)
+        swarm_dist_trace_switch(e.thread); /* the parent continues */
+      swarm_arch_resume_plain((void *)(uintptr_t)e.sp, NULL);
+    }
+    exit_unpop(e.sp, e.base, e.thread);
   }
   dist->handoff.kind = DIST_REQ_EXIT;
   dist->handoff.thread = self;
@@ -289,8 +319,7 @@ int swarm_spawn(swarm_thread_t *thread, const swarm_attr_t *attr,
     return !thread || !fn ? EINVAL : !dist->cur_thread ? EPERM : ENOTSUP;
   /* cur_thread != 0 implies in_run: it is set only by the scheduler of a
    * run and cleared before the run ends. */
-  uint64_t idx = rec_alloc();
-  uint64_t h = dist_handle(dist->rank, idx);
+  uint64_t h = rec_alloc();
   *thread = h;
   uintptr_t sp;
   __asm__ volatile("movq %%rsp, %0" : "=r"(sp));
@@ -313,18 +342,19 @@ int swarm_spawn(swarm_thread_t *thread, const swarm_attr_t *attr,
   return 0;
 }
 
-static void rec_read(uint64_t h, uint64_t *state, uint64_t *result) {
+/* The record of h, wherever it is: its handle word, state and result in
+ * one read (one MPI_Get for a remote record), so that state and result
+ * are those of the use of the record that the handle word names. */
+static void rec_read(uint64_t h, uint64_t v[3]) {
   int r = dist_handle_rank(h);
   uint64_t i = dist_handle_idx(h);
   if (r == dist->rank) {
-    *state = vload(&dist->records[i].state);
+    v[0] = vload(&dist->records[i].handle);
+    v[1] = vload(&dist->records[i].state);
     compiler_barrier();
-    *result = vload(&dist->records[i].result);
+    v[2] = vload(&dist->records[i].result);
   } else {
-    uint64_t v[2];
-    swarm_dist_get(v, r, REC_OFF(i, state), sizeof v);
-    *state = v[0];
-    *result = v[1];
+    swarm_dist_get(v, r, REC_OFF(i, handle), 3 * sizeof v[0]);
   }
 }
 
@@ -336,43 +366,63 @@ __attribute__((noinline)) static int join_slow(swarm_thread_t h,
     return EPERM;
   if (h == dist->cur_thread)
     return EDEADLK;
-  if (dist_handle_rank(h) == dist->rank &&
+  int local = dist_handle_rank(h) == dist->rank;
+  if (local &&
       (dist_handle_idx(h) == 0 || dist_handle_idx(h) >= dist->records_bump))
     return ESRCH;
-  uint64_t state, res;
-  rec_read(h, &state, &res);
-  if (state == 0) {
+  uint64_t v[3]; /* handle, state, result */
+  rec_read(h, v);
+  if (v[0] != h) /* joined already, or its record reused since */
+    return ESRCH;
+  if (v[1] >= REC_CLAIM) /* another joiner waits on it (handle_suspend) */
+    return EINVAL;
+  if (v[1] == 0) {
     dist->handoff.kind = DIST_REQ_SUSPEND;
     dist->handoff.thread = h;
-    swarm_arch_switch(&dist->spawn_sp, dist->sched_sp, NULL, &dist->handoff);
+    if (swarm_arch_switch(&dist->spawn_sp, dist->sched_sp, NULL,
+                          &dist->handoff))
+      return EINVAL; /* another joiner claimed it first */
     /* Resumed, here or elsewhere: h has finished. */
-    rec_read(h, &state, &res);
+    local = dist_handle_rank(h) == dist->rank;
+    rec_read(h, v);
+  }
+  if (local) {
+    if (v[0] != h)
+      return ESRCH;
+    rec_free_local(&dist->records[dist_handle_idx(h)], h);
+  } else {
+    /* A record on another rank stays allocated until the run ends (remote
+     * joins are O(steals)); its generation moves on, atomically, so that
+     * no other join of h succeeds. */
+    uint64_t old;
+    swarm_dist_cas(dist_handle_rank(h), REC_OFF(dist_handle_idx(h), handle), h,
+                   dist_handle_next(h), &old);
+    if (old != h)
+      return ESRCH;
   }
   if (result)
-    *result = (void *)(uintptr_t)res;
-  if (dist_handle_rank(h) == dist->rank)
-    rec_free_local(dist_handle_idx(h));
-  /* A record on another rank stays allocated until the run ends: remote
-   * joins are O(steals). */
+    *result = (void *)(uintptr_t)v[2];
   return 0;
 }
 
 /* The join's fast path: a child created here that has finished (the usual
- * case: it ran to its end before its parent went on). Everything else,
- * errors included, goes through join_slow. */
+ * case: it ran to its end before its parent went on). The record's handle
+ * word equal to h says at once that h is this rank's, its index handed
+ * out and its generation current (never-used records hold 0, free ones
+ * their next handle); state REC_DONE alone: finished, no joiner ever
+ * waited (the running thread's own record has state 0). cur_thread is
+ * tested first: outside a run (before init, after finalize) the records
+ * may not be mapped. The rest, errors included, goes through join_slow. */
 int swarm_join(swarm_thread_t h, void **result) {
-  uint64_t i = h - dist_handle(dist->rank, 0);
-  if (__builtin_expect(i - 1 < dist->records_bump - 1 && dist->cur_thread &&
-                           h != dist->cur_thread,
+  dist_rec_t *r = &dist->records[dist_handle_idx(h)];
+  if (__builtin_expect(dist->cur_thread && vload(&r->handle) == h &&
+                           vload(&r->state) == REC_DONE,
                        1)) {
-    dist_rec_t *r = &dist->records[i];
-    if (__builtin_expect(vload(&r->state) != 0, 1)) {
-      compiler_barrier();
-      if (result)
-        *result = (void *)(uintptr_t)vload(&r->result);
-      rec_free_local(i);
-      return 0;
-    }
+    compiler_barrier();
+    if (result)
+      *result = (void *)(uintptr_t)vload(&r->result);
+    rec_free_local(r, h);
+    return 0;
   }
   return join_slow(h, result);
 }
@@ -403,8 +453,7 @@ int swarm_spawn_on(int rank, swarm_thread_t *thread, void *(*fn)(void *),
     return EINVAL;
   if (!dist->in_run)
     return EPERM;
-  uint64_t idx = rec_alloc();
-  uint64_t h = dist_handle(dist->rank, idx);
+  uint64_t h = rec_alloc();
   *thread = h;
   uint64_t slot;
   swarm_dist_faa(rank, META_OFF(inbox_tail), 1, &slot);
@@ -429,85 +478,6 @@ int swarm_spawn_on(int rank, swarm_thread_t *thread, void *(*fn)(void *),
 }
 
 /* ---- stealing ---------------------------------------------------------- */
-
-static uint64_t xorshift(void) {
-  uint64_t x = dist->rng_state;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  return dist->rng_state = x;
-}
-
-static int random_other_rank(void) {
-  int r = (int)(xorshift() % (uint64_t)(dist->nranks - 1));
-  return r >= dist->rank ? r + 1 : r;
-}
-
-/* A victim on another node, guided by the loads the ranks publish (HIVE):
- * the rank with the largest deque size read so far (dist->load_seen, kept
- * fresh by every header a thief reads), starting the scan at a random rank
- * so that ties spread; a random one when none was seen loaded, and one
- * time in four anyway, so that stale zeros get read again. */
-static int remote_candidate(void) {
-  int n = dist->nranks, best = -1;
-  if (xorshift() & 3) {
-    int64_t best_load = 0;
-    int start = (int)(xorshift() % (uint64_t)n);
-    for (int k = 0; k < n; k++) {
-      int r = start + k < n ? start + k : start + k - n;
-      if (r != dist->rank && !dist->on_node[r] &&
-          dist->load_seen[r] > best_load) {
-        best_load = dist->load_seen[r];
-        best = r;
-      }
-    }
-  }
-  if (best < 0) /* a random rank off this node (there is one: n_nodes > 1) */
-    do
-      best = random_other_rank();
-    while (dist->on_node[best]);
-  return best;
-}
-
-/* Victim choice from the loads the ranks publish in their windows (deque
- * size, one MPI_Get of the header each): the more loaded of two candidates,
- * -1 when both look empty (pending remote spawns are not stealable). On
- * one node both are random other ranks (power of two choices). Across
- * nodes (hierarchy): the first is a rank of this node when there is one,
- * and it wins ties, so work stays on the node (where a steal is cheaper)
- * unless another node has more; the second is remote_candidate(), chosen
- * by the loads read before. */
-static int choose_victim(void) {
-  if (dist->nranks < 2)
-    return -1;
-  int cand[2], nc = dist->nranks > 2 ? 2 : 1;
-  if (dist->n_nodes > 1 && dist->n_node_peers > 0) {
-    cand[0] = dist->node_peers[xorshift() % (uint64_t)dist->n_node_peers];
-    cand[1] = remote_candidate(); /* nranks > 2 here */
-  } else {
-    cand[0] = dist->n_nodes > 1 ? remote_candidate() : random_other_rank();
-    if (nc == 2)
-      do
-        cand[1] = random_other_rank();
-      while (cand[1] == cand[0]);
-  }
-  uint64_t hdr[2][6];
-  for (int i = 0; i < nc; i++)
-    MPI_Get(hdr[i], 6, MPI_UINT64_T, cand[i], 0, 6, MPI_UINT64_T, dist->win);
-  for (int i = 0; i < nc; i++)
-    MPI_Win_flush(cand[i], dist->win);
-  int best = -1;
-  int64_t best_load = 0;
-  for (int i = 0; i < nc; i++) {
-    int64_t deq = (int64_t)(hdr[i][2] - hdr[i][1]); /* bottom - top */
-    dist->load_seen[cand[i]] = deq;
-    if (deq > best_load) {
-      best_load = deq;
-      best = cand[i];
-    }
-  }
-  return best;
-}
 
 /* One-sided steal, five round trips and a sixth access not waited for:
  * lock (fetch-and-add), claim top (fetch-and-add +1: THE's thief side, its
@@ -719,18 +689,19 @@ static int handle_exit(dist_entry_t *e) {
   uint64_t i = dist_handle_idx(h);
   swarm_dist_put(r, REC_OFF(i, result), &dist->handoff.result,
                  sizeof dist->handoff.result);
-  swarm_dist_faa(r, REC_OFF(i, state), 1, &old);
-  if (old == 0)
+  swarm_dist_faa(r, REC_OFF(i, state), REC_DONE, &old);
+  if (!(old & REC_WAIT))
     return 0;
   uint64_t w;
-  swarm_dist_get(&w, r, REC_OFF(i, waiter), sizeof w);
+  swarm_dist_get(&w, r, REC_OFF(i, link), sizeof w);
   resume_evacuated(w, e);
   return 1;
 }
 
 /* The running thread (saved at dist->spawn_sp) waits for dist->handoff.thread:
  * evacuate it, then arrive on the record. Returns 1 when the child had
- * already finished (the thread may go on: its frames are still in place). */
+ * already finished (the thread may go on: its frames are still in place),
+ * 2 when another thread is already joining it (go on, with EINVAL). */
 static int handle_suspend(void) {
   uint64_t sp = (uint64_t)(uintptr_t)dist->spawn_sp, base = dist->cur_stack_top;
   size_t n = base - sp;
@@ -744,9 +715,21 @@ static int handle_suspend(void) {
   uint64_t child = dist->handoff.thread, w = dist_gref(dist->rank, off), old;
   int r = dist_handle_rank(child);
   uint64_t i = dist_handle_idx(child);
-  swarm_dist_put(r, REC_OFF(i, waiter), &w, sizeof w);
-  swarm_dist_faa(r, REC_OFF(i, state), 1, &old);
-  if (old != 0) {
+  /* One joiner per thread: it claims the record first (state +
+   * REC_CLAIM; a later claimer undoes its own and gets EINVAL, as in
+   * libswarm), then puts its link and arrives (+REC_WAIT, so that state
+   * tells a waiting joiner from a finished thread). Fetch-and-add, not
+   * compare-and-swap: Open MPI's osc rdma crashes on a compare-and-swap
+   * aimed at the caller's own rank. */
+  swarm_dist_faa(r, REC_OFF(i, state), REC_CLAIM, &old);
+  if (old >= REC_CLAIM) {
+    swarm_dist_faa(r, REC_OFF(i, state), -(int64_t)REC_CLAIM, NULL);
+    swarm_dist_evac_free_local(off);
+    return 2;
+  }
+  swarm_dist_put(r, REC_OFF(i, link), &w, sizeof w);
+  swarm_dist_faa(r, REC_OFF(i, state), REC_WAIT, &old);
+  if (old & REC_DONE) {
     swarm_dist_evac_free_local(off);
     return 1;
   }
@@ -761,6 +744,10 @@ void swarm_dist_sched_reset(void) {
   meta->top = meta->bottom = 0;
   meta->inbox_tail = meta->inbox_head = 0;
   memset(meta->inbox, 0, sizeof meta->inbox);
+  /* Every record of the last run is free again: its generation moves on
+   * so that no handle of that run names a thread of this one. */
+  for (uint64_t i = 1; i < dist->records_bump; i++)
+    dist->records[i].handle = dist_handle_next(dist->records[i].handle);
   dist->records_free = 0;
   dist->records_bump = 1; /* 0 means "none" in the free list */
   swarm_dist_evac_reset();
@@ -774,8 +761,9 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
   uint64_t root = 0, backoff = DIST_BACKOFF_MIN_NS;
   dist_entry_t e;
   if (dist->rank == 0) {
-    root = rec_alloc();
-    xfer = start_thread(root_fn, root_arg, dist_handle(0, root));
+    uint64_t h = rec_alloc();
+    root = dist_handle_idx(h);
+    xfer = start_thread(root_fn, root_arg, h);
   }
   for (;;) {
     if (xfer) { /* a thread came back to the scheduler */
@@ -783,11 +771,13 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
       dist_req_t *q = xfer;
       xfer = NULL;
       if (q->kind == DIST_REQ_SUSPEND) {
-        if (handle_suspend()) {
+        int go_on = handle_suspend();
+        if (go_on) { /* join_slow gets EINVAL as the transfer, or NULL */
           DIST_TRACE(swarm_dist_trace_switch(dist->cur_thread));
           leave_scheduler();
+          void *x = go_on == 2 ? (void *)(uintptr_t)EINVAL : NULL;
           xfer = back_in_scheduler(
-              swarm_arch_switch(&dist->sched_sp, dist->spawn_sp, NULL, NULL));
+              swarm_arch_switch(&dist->sched_sp, dist->spawn_sp, NULL, x));
           continue;
         }
         if (deq_pop(&e)) { /* its parent continues, as if it had returned */
@@ -800,7 +790,7 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
       }
       dist->cur_stack_top = dist->cur_thread = 0;
     }
-    if (dist->rank == 0 && vload(&dist->records[root].state) != 0) {
+    if (dist->rank == 0 && (vload(&dist->records[root].state) & REC_DONE)) {
       *root_result = vload(&dist->records[root].result);
       for (int r = 0; r < dist->nranks; r++)
         swarm_dist_put(r, META_OFF(done), &dist->run, sizeof dist->run);
@@ -820,7 +810,7 @@ void swarm_dist_sched_loop(void *(*root_fn)(void *), void *root_arg,
       xfer = start_thread(fn, arg, h);
       continue;
     }
-    int v = choose_victim();
+    int v = swarm_dist_choose_victim();
     if (v >= 0) {
       dist->stats.steal_attempts++;
       int by_msg = dist->steal_mode == SWARM_DIST_STEAL_MSG ||

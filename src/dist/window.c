@@ -57,7 +57,7 @@ const char *swarm_dist_window_path(void) {
 
 /* Offsets of the window's parts, page rounding aside (same on all ranks). */
 static size_t layout(void) {
-  size_t nrec = (size_t)1 << 18;
+  size_t nrec = (size_t)1 << DIST_REC_BITS; /* the handle's index bits */
   dist->n_records = nrec;
   dist->off_records = (sizeof(dist_meta_t) + 63) & ~(size_t)63;
   dist->off_evac = dist->off_records + nrec * sizeof(dist_rec_t);
@@ -400,6 +400,8 @@ int swarm_dist_window_setup(void) {
   dist->meta = (dist_meta_t *)dist->win_base;
   dist->records = (dist_rec_t *)(dist->win_base + dist->off_records);
   memset(dist->meta, 0, sizeof *dist->meta);
+  /* handle words 0: "never used" (sched.c, rec_alloc and swarm_join) */
+  memset(dist->records, 0, dist->n_records * sizeof(dist_rec_t));
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Win_lock_all(MPI_MODE_NOCHECK, dist->win);
   dist->progress_stop = 0;
