@@ -54,13 +54,16 @@ static void wake_tagged(swarm_once_t *once) {
   sync_ready_list(list);
 }
 
-int swarm_once(swarm_once_t *once, void (*fn)(void)) {
-  if (!once || !fn)
-    return EINVAL;
+/* Not done yet: run fn, or wait for its run. Out of line, so that the
+ * done case does not pay for this frame (callgrind, a loop of calls on a
+ * done object: 23 instructions a call with this inline, 25 once it read
+ * the era, 9 out of line). */
+static __attribute__((noinline)) int once_slow(swarm_once_t *once,
+                                               void (*fn)(void)) {
   _Atomic uint32_t *word = (_Atomic uint32_t *)once;
   for (;;) {
     uint32_t s = atomic_load_explicit(word, memory_order_acquire);
-    if (likely(s == ONCE_DONE))
+    if (s == ONCE_DONE)
       return 0;
     uint32_t running = once_running();
     if (s != running) { /* not run, or run by a ghost (file comment) */
@@ -86,6 +89,15 @@ int swarm_once(swarm_once_t *once, void (*fn)(void)) {
     sync_queue_push(&b->queue, &w);
     sync_wait_park(&w);
   }
+}
+
+int swarm_once(swarm_once_t *once, void (*fn)(void)) {
+  if (!once || !fn)
+    return EINVAL;
+  if (likely(atomic_load_explicit((_Atomic uint32_t *)once,
+                                  memory_order_acquire) == ONCE_DONE))
+    return 0;
+  return once_slow(once, fn);
 }
 
 void sync_once_abort(swarm_once_t *once) {
