@@ -417,7 +417,9 @@ int swarm_sem_getvalue(swarm_sem_t *s, int *value);
 typedef uint32_t swarm_once_t;
 #define SWARM_ONCE_INIT 0u
 /* Runs fn exactly once per `once` object; concurrent callers wait until it
- * has returned. EINVAL if once or fn is NULL. */
+ * has returned. In a fork child, a run a thread of the parent had not
+ * finished at the fork is started again by the child's first caller (as
+ * glibc's pthread_once does). EINVAL if once or fn is NULL. */
 int swarm_once(swarm_once_t *once, void (*fn)(void));
 
 /* ---- Thread-specific data ---- */

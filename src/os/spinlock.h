@@ -82,7 +82,9 @@ _Static_assert(LOCK_RANKS <= 32, "the debug check keeps ranks in 32 bits");
 /* 0 free, 1 held; `rank` is set once, when the lock is initialised. */
 struct spinlock {
   _Atomic uint16_t held;
-  uint16_t rank; /* enum lock_rank; 0 in locks of public objects */
+  uint16_t rank; /* enum lock_rank; in a public object's word the lock never
+                  * reads it (spin_lock_as): a mutex keeps its fork era
+                  * there, under the lock (sync/mutex.c) */
 };
 _Static_assert(sizeof(struct spinlock) == sizeof(uint32_t),
                "a spinlock overlays a public object's 32-bit lock word");

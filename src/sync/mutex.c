@@ -32,7 +32,24 @@
  * Invariants: M_STARVING implies M_LOCKED and a non-empty queue; M_WOKEN is
  * set by at most one party at a time, which clears it when it grabs the
  * mutex, queues, or gives up. A waiter that times out leaves the queue
- * under lock_ (mutex_removed).
+ * under lock_ (mutex_removed). Clearing M_WOKEN while its party is still
+ * awake costs at most a spurious ready (that party then clears nothing or
+ * someone else's flag, never sets one); only a flag set with nobody awake
+ * loses a wake-up.
+ *
+ * Fork (core/fork.c). M_WOKEN set for a thread of the parent (a spinner,
+ * or a waiter an unlock had readied that had not run yet) stays set in the
+ * child, where that thread is a ghost and never clears it: every unlock
+ * there would ready nobody. So the mutex remembers the era in which its
+ * queue lock was last taken, in the half of lock_ that a spinlock keeps
+ * its rank in (unused in a public object's word: os/spinlock.h), and the
+ * first taker in a newer era clears M_WOKEN (mutex_queue_lock). A thread
+ * of the child queues only under lock_, after that check, and ghosts never
+ * set the flag again, so no child waiter sleeps behind a ghost's flag; the
+ * check costs a load and a branch on the contended paths only (the
+ * uncontended lock and unlock never take lock_). The stamp keeps the era's
+ * low 16 bits: it is wrong only for a mutex untouched through 65536 nested
+ * forks.
  */
 #include "sync/sync.h"
 
@@ -82,9 +99,47 @@ int swarm_mutex_init(swarm_mutex_t *m, int type) {
   return 0;
 }
 
+/* The era in which lock_ was last taken (file comment: fork). */
+static inline uint16_t *era_stamp_of(swarm_mutex_t *m) {
+  return &spinlock_of_word(&m->lock_)->rank;
+}
+
+static inline uint16_t era_now(void) {
+  return (uint16_t)__atomic_load_n(&swarm_rt.era, __ATOMIC_RELAXED);
+}
+
+/* Under lock_, in a fork child's runtime: the first taker of lock_ in this
+ * era clears the parent's M_WOKEN. */
+static __attribute__((noinline)) void mutex_era_check(swarm_mutex_t *m) {
+  if (__atomic_load_n(era_stamp_of(m), __ATOMIC_RELAXED) == era_now())
+    return;
+  __atomic_store_n(era_stamp_of(m), era_now(), __ATOMIC_RELAXED);
+  atomic_fetch_and_explicit(state_of(m), ~M_WOKEN, memory_order_relaxed);
+}
+
+/* Takes the queue lock; every path of this file takes it this way. */
+static inline void mutex_queue_lock(swarm_mutex_t *m) {
+  sync_spin_lock(&m->lock_);
+  if (unlikely(__atomic_load_n(&swarm_rt.era, __ATOMIC_RELAXED) != 0))
+    mutex_era_check(m);
+}
+
+/* Outside lock_: a fork child's first contended lock or destroy of a mutex
+ * clears the parent's M_WOKEN at once, which would otherwise keep every
+ * lock and unlock off the fast path and destroy answering EBUSY until a
+ * thread queued. (The stamp is read atomically: it changes under lock_.) */
+static inline void mutex_era_refresh(swarm_mutex_t *m) {
+  if (unlikely(__atomic_load_n(&swarm_rt.era, __ATOMIC_RELAXED) != 0) &&
+      __atomic_load_n(era_stamp_of(m), __ATOMIC_RELAXED) != era_now()) {
+    mutex_queue_lock(m);
+    sync_spin_unlock(&m->lock_);
+  }
+}
+
 int swarm_mutex_destroy(swarm_mutex_t *m) {
   if (!m)
     return EINVAL;
+  mutex_era_refresh(m);
   if (atomic_load_explicit(state_of(m), memory_order_acquire) != 0)
     return EBUSY;
   return 0;
@@ -173,6 +228,7 @@ static struct sync_waiter *mutex_wake_locked(swarm_mutex_t *m) {
 static int mutex_lock_slow(swarm_mutex_t *m, struct swarm_thread *self,
                            uint64_t deadline_ns, bool expired) {
   _Atomic uint32_t *st = state_of(m);
+  mutex_era_refresh(m);
   /* Spinning only pays when the holder can be running on another worker. */
   int spins = swarm_num_workers() > 1 ? 0 : MUTEX_SPINS;
   bool awoke = false;   /* M_WOKEN is set on our behalf */
@@ -203,7 +259,7 @@ static int mutex_lock_slow(swarm_mutex_t *m, struct swarm_thread *self,
       continue;
     }
     /* Held, and spinning is over or pointless: queue. */
-    sync_spin_lock(&m->lock_);
+    mutex_queue_lock(m);
     s = atomic_load_explicit(st, memory_order_relaxed);
     if (!(s & (M_LOCKED | M_STARVING))) {
       sync_spin_unlock(&m->lock_); /* freed meanwhile: try again */
@@ -329,7 +385,7 @@ int swarm_mutex_trylock(swarm_mutex_t *m) {
 /* Hand-off mode: ownership goes straight to the first waiter. */
 static void mutex_hand_off(swarm_mutex_t *m) {
   _Atomic uint32_t *st = state_of(m);
-  sync_spin_lock(&m->lock_);
+  mutex_queue_lock(m);
   sync_queue_drop_ghosts(sync_queue_of(&m->head_), mutex_ghost_gone);
   if (unlikely(!m->head_)) {
     /* Only ghosts were queued (a fork child): nobody to hand to, and
@@ -400,7 +456,7 @@ static __attribute__((noinline)) bool slice_over(void) {
  * because its first waiter starves. */
 static __attribute__((noinline)) bool mutex_starve_check(swarm_mutex_t *m) {
   bool starved = false;
-  sync_spin_lock(&m->lock_);
+  mutex_queue_lock(m);
   struct sync_queue *q = sync_queue_of(&m->head_);
   if (q->head && sync_now_ns() - (uint64_t)q->head->tag > STARVE_NS) {
     atomic_fetch_or_explicit(state_of(m), M_STARVING, memory_order_relaxed);
@@ -436,7 +492,7 @@ static bool mutex_release(swarm_mutex_t *m) {
   }
   if (likely(!M_WAITERS(s)) || (s & M_WOKEN))
     return yield; /* nobody queued, or someone awake will take it */
-  sync_spin_lock(&m->lock_);
+  mutex_queue_lock(m);
   struct sync_waiter *w = mutex_wake_locked(m);
   sync_spin_unlock(&m->lock_);
   if (w)
