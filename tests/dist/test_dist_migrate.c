@@ -43,7 +43,8 @@ static void *wait_for_joiner(void *unused) {
   while (state == 0) {
     swarm_dist_get(&state, dist_handle_rank(self),
                    dist->off_records +
-                       dist_handle_idx(self) * sizeof(dist_rec_t),
+                       dist_handle_idx(self) * sizeof(dist_rec_t) +
+                       offsetof(dist_rec_t, state),
                    sizeof state);
     swarm_dist_poll();
   }
