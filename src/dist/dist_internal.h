@@ -90,6 +90,19 @@ typedef struct dist_evac {
   uint64_t freed; /* set by a remote resumer; reclaimed by the owner */
 } dist_evac_t;
 
+/* Words that other ranks' RMA (or this rank's progress thread) write
+ * behind the compiler's back: read and written exactly once, where the
+ * code says, and ordered against each other by compiler_barrier. */
+static inline void compiler_barrier(void) {
+  __asm__ volatile("" ::: "memory");
+}
+static inline uint64_t vload(const uint64_t *p) {
+  return *(const volatile uint64_t *)p;
+}
+static inline void vstore(uint64_t *p, uint64_t v) {
+  *(volatile uint64_t *)p = v;
+}
+
 /* Thread handles: bit 63 set, then the record's generation (29 bits,
  * 34..62), the creator rank (16 bits, 18..33) and the record index (the
  * DIST_REC_BITS low bits; window.c sizes the records by them). The

@@ -34,7 +34,7 @@ static void evac_reclaim(void) {
   for (size_t i = 0; i < dist->n_pending; i++) {
     uint64_t off = dist->evac_pending[i];
     dist_evac_slot_t *s = swarm_dist_evac_at(off);
-    uint64_t f = *(volatile uint64_t *)&s->h.freed;
+    uint64_t f = vload(&s->h.freed);
     if (f == 0) {
       dist->evac_pending[k++] = off;
       continue;

@@ -50,17 +50,6 @@
 #define TAG_REP 72
 #define TAG_FRAMES 73
 
-static inline void compiler_barrier(void) {
-  __asm__ volatile("" ::: "memory");
-}
-
-static inline uint64_t vload(const uint64_t *p) {
-  return *(const volatile uint64_t *)p;
-}
-static inline void vstore(uint64_t *p, uint64_t v) {
-  *(volatile uint64_t *)p = v;
-}
-
 static uint64_t region_top(void) {
   return DIST_UNI_BASE + dist->region_size;
 }

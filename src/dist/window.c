@@ -263,7 +263,7 @@ static void *progress_main(void *unused) {
         active = swarm_dist_serve_requests_nowait() > 0;
       /* A thief holds our deque lock: it is mid-steal and each of its
        * next accesses needs us; keep progressing until it lets go. */
-      busy = *(volatile uint64_t *)&dist->meta->lock != 0;
+      busy = vload(&dist->meta->lock) != 0;
       swarm_dist_mpi_unlock();
     }
     if (busy || active)
