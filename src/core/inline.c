@@ -194,10 +194,9 @@ int inline_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
   struct swarm_thread *parent, *t;
   if (unlikely(!w || attr->magic_ != SWARM_ATTR_MAGIC || !fn ||
                (!out && !attr->detached_)) ||
-      !inline_may_run(w, parent = w->current, attr) || !(t = w->descs.head))
-    return spawn_plain_general(out, attr, fn, arg); /* refills the cache */
-  w->descs.head = t->next;
-  w->descs.count--;
+      !inline_may_run(w, parent = w->current, attr) ||
+      unlikely(!(t = desc_alloc(w))))
+    return spawn_plain_general(out, attr, fn, arg);
   struct stack_ref kept = t->stack; /* a kept stack (spawn.c) stays its */
   t->stack = parent->stack;         /* bounds for fault.c, ASan, nesting */
   t->kind = THREAD_INLINE;
