@@ -23,6 +23,8 @@ static void dtor(void *v) {
 
 /* swarm_exit from 8 frames of 256 bytes below the child's function. */
 static __attribute__((noinline)) void deep_exit(int n, void *result) {
+  if (n < 0)
+    return;
   char pad[256];
   memset(pad, n, sizeof pad);
   __asm__ volatile("" : : "r"(pad) : "memory");
