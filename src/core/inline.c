@@ -19,7 +19,7 @@
  *    overflow report (fault.c), ASan's fiber bounds. The parent is owned by
  *    the call: it is in no deque and no list until the child returns, so
  *    nothing can run it meanwhile; that is the promise the spawner made.
- *    A descriptor's kept stack (spawn.c) is put aside and back.
+ *    A descriptor that kept a stack (spawn.c) gives it back first.
  *  - The exit (inline_exit): swarm_exit from an inlined child runs the exit
  *    work (thread-specific data, cleanup handlers) on the child's frames,
  *    then unwinds to the spawn point with __builtin_longjmp; its buffer is
@@ -103,6 +103,7 @@ static inline int inline_depth(void) {
 
 /* Whether a child spawned with attr may run inline under `parent` on w
  * (see the file comment). */
+static inline char *inline_sp(void);
 static inline bool inline_may_run(struct worker *w, struct swarm_thread *parent,
                                   const swarm_attr_t *attr) {
   if (unlikely(!parent || parent->pinned_worker >= 0 ||
@@ -112,7 +113,7 @@ static inline bool inline_may_run(struct worker *w, struct swarm_thread *parent,
     return false;
   size_t size = attr->stack_size_ ? attr->stack_size_ : swarm_rt.default_stack;
   size_t need = size / 2 > INLINE_ROOM_MIN ? size / 2 : INLINE_ROOM_MIN;
-  char *sp = __builtin_frame_address(0);
+  char *sp = inline_sp();
   return sp > parent->stack.lo && (size_t)(sp - parent->stack.lo) >= need;
 }
 
@@ -167,9 +168,9 @@ inline_trace(struct worker *w, struct swarm_thread *from,
 /* The child has returned `result` on w: publish its exit (as spawn.c's
  * exit_publish and exit_notify do) and give the worker back to parent. */
 static inline void inline_finish(struct worker *w, struct swarm_thread *t,
-                                 struct swarm_thread *parent,
-                                 struct stack_ref kept, void *result) {
-  t->stack = kept;
+                                 struct swarm_thread *parent, void *result) {
+  t->stack.lo = NULL; /* a free descriptor's: none kept */
+  t->stack.size = 0;
   t->kind = THREAD_USER;
   t->result = result;
   counter_inc(&w->stat_exited_pub);
@@ -188,6 +189,26 @@ static inline void inline_finish(struct worker *w, struct swarm_thread *t,
     inline_trace(w, t, parent, false);
 }
 
+/* A descriptor that kept its last thread's stack (spawn.c) gives it back
+ * first, as spawn_bind_stack does for one of another size: the inlined
+ * child's stack field holds its parent's bounds instead. */
+static __attribute__((noinline, cold)) void
+inline_drop_kept(struct worker *w, struct swarm_thread *t) {
+  stack_release(w, t->stack);
+  w->stack_keep_room++;
+}
+
+/* The stack pointer, for the room check. */
+static inline char *inline_sp(void) {
+#if defined(__x86_64__)
+  char *sp;
+  __asm__("movq %%rsp, %0" : "=r"(sp));
+  return sp;
+#else
+  return __builtin_frame_address(0);
+#endif
+}
+
 int inline_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
                  void *(*fn)(void *), void *arg) {
   struct worker *w = worker_current();
@@ -197,11 +218,12 @@ int inline_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
       !inline_may_run(w, parent = w->current, attr) ||
       unlikely(!(t = desc_alloc(w))))
     return spawn_plain_general(out, attr, fn, arg);
-  struct stack_ref kept = t->stack; /* a kept stack (spawn.c) stays its */
-  t->stack = parent->stack;         /* bounds for fault.c, ASan, nesting */
+  if (unlikely(t->stack.size))
+    inline_drop_kept(w, t);
+  t->stack = parent->stack; /* bounds for fault.c, ASan, nesting */
   t->kind = THREAD_INLINE;
   t->fn = fn;
-  if (attr->detached_)
+  if (unlikely(attr->detached_))
     atomic_fetch_or_explicit(&t->control, CTL_DETACHED, memory_order_relaxed);
   if (out)
     *out = desc_handle_free(t);
@@ -214,7 +236,7 @@ int inline_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
   void *result = inline_call(t, fn, arg);
   inline_exit_work(t);  /* it may block */
   w = worker_current(); /* the child may have blocked and moved */
-  inline_finish(w, t, parent, kept, result);
+  inline_finish(w, t, parent, result);
   os_errno_set(saved_errno);
   return 0;
 }
