@@ -223,8 +223,9 @@ int swarm_attr_getstacksize(const swarm_attr_t *attr, size_t *size);
 int swarm_attr_setdetachstate(swarm_attr_t *attr, int state);
 int swarm_attr_getdetachstate(const swarm_attr_t *attr, int *state);
 
-/* Opt-in: 1 lets the child run as a plain call on the spawner's stack, 0
- * (the default) never. EINVAL for other values or an attr not initialised.
+/* Whether a child may run as a plain call on its spawner's stack: 1 lets
+ * it (an opt-in), 0 (the default) never. EINVAL for other values, for NULL
+ * and for an attr not initialised.
  *
  * The promise the spawner makes: the child needs no concurrency with its
  * parent. The parent waits while an inlined child runs — it resumes only
