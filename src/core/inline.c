@@ -96,20 +96,15 @@ static __attribute__((noinline, cold)) int inline_depth_read(void) {
   return d;
 }
 
-static inline int inline_depth(void) {
-  int d = __atomic_load_n(&inline_depth_cached, __ATOMIC_RELAXED);
-  return likely(d >= 0) ? d : inline_depth_read();
-}
-
 /* Whether a child spawned with attr may run inline under `parent` on w
  * (see the file comment). */
 static inline char *inline_sp(void);
 static inline bool inline_may_run(struct worker *w, struct swarm_thread *parent,
-                                  const swarm_attr_t *attr) {
+                                  const swarm_attr_t *attr, int depth) {
   if (unlikely(!parent || parent->pinned_worker >= 0 ||
                (parent->kind != THREAD_USER && parent->kind != THREAD_INLINE)))
     return false;
-  if (deque_size(&w->deque) < inline_depth())
+  if (deque_size(&w->deque) < depth)
     return false;
   size_t size = attr->stack_size_ ? attr->stack_size_ : swarm_rt.default_stack;
   size_t need = size / 2 > INLINE_ROOM_MIN ? size / 2 : INLINE_ROOM_MIN;
@@ -119,13 +114,21 @@ static inline bool inline_may_run(struct worker *w, struct swarm_thread *parent,
 
 /* ---- the run and the exit ---- */
 
-/* Calls fn(arg) with an unwind point for swarm_exit (inline_exit), whose
- * result it then returns. noinline: the buffer and the registers
- * __builtin_setjmp saves belong to this frame alone (in inline_spawn's
- * frame they cost more: GCC keeps all of its values in memory). */
+static void inline_trace(struct worker *w, struct swarm_thread *from,
+                         struct swarm_thread *to, bool spawn);
+
+/* Calls fn(arg) as the child t of parent on w, with an unwind point for
+ * swarm_exit (inline_exit), and returns its result. noinline: the buffer
+ * and the registers __builtin_setjmp saves belong to this frame alone (in
+ * inline_spawn's frame they cost more: GCC keeps all of its values in
+ * memory). The spawn's trace point is here, where every register is
+ * saved anyway, so that inline_spawn makes no call before this one. */
 static __attribute__((noinline)) void *
-inline_call(struct swarm_thread *t, void *(*fn)(void *), void *arg) {
+inline_call(struct worker *w, struct swarm_thread *parent,
+            struct swarm_thread *t, void *(*fn)(void *), void *arg) {
   void *jb[5];
+  if (unlikely(w->trace))
+    inline_trace(w, parent, t, true);
   if (__builtin_setjmp(jb)) /* from inline_exit: t may be stale; re-read */
     return worker_current()->current->result;
   t->arg = jb;
@@ -189,15 +192,6 @@ static inline void inline_finish(struct worker *w, struct swarm_thread *t,
     inline_trace(w, t, parent, false);
 }
 
-/* A descriptor that kept its last thread's stack (spawn.c) gives it back
- * first, as spawn_bind_stack does for one of another size: the inlined
- * child's stack field holds its parent's bounds instead. */
-static __attribute__((noinline, cold)) void
-inline_drop_kept(struct worker *w, struct swarm_thread *t) {
-  stack_release(w, t->stack);
-  w->stack_keep_room++;
-}
-
 /* The stack pointer, for the room check. */
 static inline char *inline_sp(void) {
 #if defined(__x86_64__)
@@ -209,17 +203,47 @@ static inline char *inline_sp(void) {
 #endif
 }
 
+/* inline_spawn's slow ways in: SWARM_INLINE_DEPTH read, the descriptor
+ * cache refilled, or the stack the first descriptor kept (spawn.c) given
+ * back, as spawn_bind_stack does for one of another size (an inlined
+ * child's stack field holds its parent's bounds instead); then again.
+ * A tail call, so that inline_spawn keeps nothing across a call before
+ * the child's. */
+static __attribute__((noinline, cold)) int
+inline_spawn_prepare(swarm_thread_t *out, const swarm_attr_t *attr,
+                     void *(*fn)(void *), void *arg) {
+  if (__atomic_load_n(&inline_depth_cached, __ATOMIC_RELAXED) < 0)
+    inline_depth_read();
+  struct worker *w = worker_current();
+  struct swarm_thread *t = w->descs.head;
+  if (!t) {
+    if (!(t = desc_alloc_slow(w)))
+      return spawn_plain_general(out, attr, fn, arg); /* EAGAIN, said why */
+    desc_cache_put(w, t);
+  }
+  if (t->stack.size) {
+    stack_release(w, t->stack);
+    t->stack.lo = NULL;
+    t->stack.size = 0;
+    w->stack_keep_room++;
+  }
+  return inline_spawn(out, attr, fn, arg);
+}
+
 int inline_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
                  void *(*fn)(void *), void *arg) {
   struct worker *w = worker_current();
-  struct swarm_thread *parent, *t;
   if (unlikely(!w || attr->magic_ != SWARM_ATTR_MAGIC || !fn ||
-               (!out && !attr->detached_)) ||
-      !inline_may_run(w, parent = w->current, attr) ||
-      unlikely(!(t = desc_alloc(w))))
+               (!out && !attr->detached_)))
     return spawn_plain_general(out, attr, fn, arg);
-  if (unlikely(t->stack.size))
-    inline_drop_kept(w, t);
+  struct swarm_thread *parent = w->current, *t = w->descs.head;
+  int depth = __atomic_load_n(&inline_depth_cached, __ATOMIC_RELAXED);
+  if (unlikely(depth < 0 || !t || t->stack.size))
+    return inline_spawn_prepare(out, attr, fn, arg);
+  if (!inline_may_run(w, parent, attr, depth))
+    return spawn_plain_general(out, attr, fn, arg);
+  w->descs.head = t->next;
+  w->descs.count--;
   t->stack = parent->stack; /* bounds for fault.c, ASan, nesting */
   t->kind = THREAD_INLINE;
   t->fn = fn;
@@ -229,11 +253,9 @@ int inline_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
     *out = desc_handle_free(t);
   counter_inc(&w->stat_spawned_pub);
   w->stats.inlined++;
-  if (unlikely(w->trace))
-    inline_trace(w, parent, t, true);
   int saved_errno = os_errno_take(); /* the child starts with 0 */
   w->current = t;
-  void *result = inline_call(t, fn, arg);
+  void *result = inline_call(w, parent, t, fn, arg);
   inline_exit_work(t);  /* it may block */
   w = worker_current(); /* the child may have blocked and moved */
   inline_finish(w, t, parent, result);
