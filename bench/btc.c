@@ -24,8 +24,9 @@ static void *btc_thread(void *arg) {
   swarm_thread_t a, b;
   void *ra, *rb;
   int e;
-  if ((e = swarm_spawn(&a, NULL, btc_thread, (void *)(d - 1))) != 0 ||
-      (e = swarm_spawn(&b, NULL, btc_thread, (void *)(d - 1))) != 0)
+  if ((e = swarm_spawn(&a, swarm_bench_attr, btc_thread, (void *)(d - 1))) !=
+          0 ||
+      (e = swarm_spawn(&b, swarm_bench_attr, btc_thread, (void *)(d - 1))) != 0)
     die("swarm_spawn", e);
   if ((e = swarm_join(a, &ra)) != 0 || (e = swarm_join(b, &rb)) != 0)
     die("swarm_join", e);
@@ -49,17 +50,18 @@ static void rep(void *ctx) {
 
 int main(int argc, char **argv) {
   bench_args_t args;
-  bench_flag_t flags[] = {{"-d", BENCH_INT, &depth, "depth (default 20)"}};
-  bench_parse(argc, argv, "[-d D]", &args, flags, 1);
+  bench_flag_t flags[] = {{"-d", BENCH_INT, &depth, "depth (default 20)"},
+                          SWARM_BENCH_INLINE_FLAG};
+  bench_parse(argc, argv, "[-d D] [--inline]", &args, flags, 2);
+  const char *system = swarm_bench_inline_setup();
   if (depth < 0 || depth > 40) {
     fprintf(stderr, "btc: -d must be in 0..40\n");
     return 2;
   }
   int workers;
   long minflt;
-  double *times =
-      swarm_bench_run("btc", &args, rep, NULL, &workers, &minflt);
-  btc_report("swarm", depth, workers, args.reps, times, leaves, minflt);
+  double *times = swarm_bench_run("btc", &args, rep, NULL, &workers, &minflt);
+  btc_report(system, depth, workers, args.reps, times, leaves, minflt);
   free(times);
   return leaves == (1LL << depth) ? 0 : 1;
 }

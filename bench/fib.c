@@ -25,9 +25,9 @@ static void *fib_thread(void *arg) {
   swarm_thread_t a, b;
   void *ra, *rb;
   int e;
-  if ((e = swarm_spawn(&a, NULL, fib_thread, (void *)(n - 1))) != 0)
+  if ((e = swarm_spawn(&a, swarm_bench_attr, fib_thread, (void *)(n - 1))) != 0)
     die("swarm_spawn", e);
-  if ((e = swarm_spawn(&b, NULL, fib_thread, (void *)(n - 2))) != 0)
+  if ((e = swarm_spawn(&b, swarm_bench_attr, fib_thread, (void *)(n - 2))) != 0)
     die("swarm_spawn", e);
   if ((e = swarm_join(a, &ra)) != 0 || (e = swarm_join(b, &rb)) != 0)
     die("swarm_join", e);
@@ -65,8 +65,10 @@ int main(int argc, char **argv) {
       {"-n", BENCH_INT, &n, "fib(n) (default 30)"},
       {"--no-serial", BENCH_BOOL, &no_serial,
        "skip the serial fib (for instruction counts)"},
+      SWARM_BENCH_INLINE_FLAG,
   };
-  bench_parse(argc, argv, "[-n N] [--no-serial]", &args, flags, 2);
+  bench_parse(argc, argv, "[-n N] [--no-serial] [--inline]", &args, flags, 3);
+  const char *system = swarm_bench_inline_setup();
   if (n < 0 || n > 60) {
     fprintf(stderr, "fib: -n must be in 0..60\n");
     return 2;
@@ -88,7 +90,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "fib: serial fib(%d) = %lld, wrong\n", n, serial_result);
     return 1;
   }
-  fib_report("swarm", n, workers, args.reps, times, result, minflt,
+  fib_report(system, n, workers, args.reps, times, result, minflt,
              no_serial ? NULL : serial_times);
   free(times);
   free(serial_times);

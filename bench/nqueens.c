@@ -43,7 +43,7 @@ static void *nqueens_thread(void *arg) {
     c->row = t->row + 1;
     memcpy(c->board, t->board, (size_t)t->row);
     c->board[t->row] = (signed char)col;
-    if ((e = swarm_spawn(&th[k], NULL, nqueens_thread, c)) != 0)
+    if ((e = swarm_spawn(&th[k], swarm_bench_attr, nqueens_thread, c)) != 0)
       die("swarm_spawn", e);
     k++;
   }
@@ -73,8 +73,10 @@ static void rep(void *ctx) {
 
 int main(int argc, char **argv) {
   bench_args_t args;
-  bench_flag_t flags[] = {{"-n", BENCH_INT, &n, "board size (default 12)"}};
-  bench_parse(argc, argv, "[-n N]", &args, flags, 1);
+  bench_flag_t flags[] = {{"-n", BENCH_INT, &n, "board size (default 12)"},
+                          SWARM_BENCH_INLINE_FLAG};
+  bench_parse(argc, argv, "[-n N] [--inline]", &args, flags, 2);
+  const char *system = swarm_bench_inline_setup();
   if (n < 1 || n > NQUEENS_MAX) {
     fprintf(stderr, "nqueens: -n must be in 1..%d\n", NQUEENS_MAX);
     return 2;
@@ -83,7 +85,7 @@ int main(int argc, char **argv) {
   long minflt;
   double *times =
       swarm_bench_run("nqueens", &args, rep, NULL, &workers, &minflt);
-  nqueens_report("swarm", n, workers, args.reps, times, root.solutions,
+  nqueens_report(system, n, workers, args.reps, times, root.solutions,
                  root.tasks, minflt);
   free(times);
   return root.solutions == nqueens_reference(n) ? 0 : 1;

@@ -42,7 +42,8 @@ static void *uts_thread(void *arg) {
   int e;
   for (int i = 0; i < k; i++) {
     uts_child(&params, &t->node, i, &child[i].node);
-    if ((e = swarm_spawn(&child[i].thread, NULL, uts_thread, &child[i])))
+    if ((e = swarm_spawn(&child[i].thread, swarm_bench_attr, uts_thread,
+                         &child[i])))
       die("swarm_spawn", e);
   }
   for (int i = 0; i < k; i++) {
@@ -69,18 +70,20 @@ static void rep(void *ctx) {
 
 int main(int argc, char **argv) {
   bench_args_t args;
-  bench_flag_t flags[16];
+  bench_flag_t flags[17];
   uts_default_params(&params);
   int nflags = uts_flags(&params, flags);
-  bench_parse(argc, argv, "[-t T -b B -q Q -m M -r R -a A -d D -f F -g G]",
+  flags[nflags++] = (bench_flag_t)SWARM_BENCH_INLINE_FLAG;
+  bench_parse(argc, argv,
+              "[-t T -b B -q Q -m M -r R -a A -d D -f F -g G] [--inline]",
               &args, flags, nflags);
+  const char *system = swarm_bench_inline_setup();
   if (uts_check_params(&params))
     return 2;
   int workers;
   long minflt;
-  double *times =
-      swarm_bench_run("uts", &args, rep, NULL, &workers, &minflt);
-  uts_report("swarm", &params, workers, args.reps, times, root.count, minflt);
+  double *times = swarm_bench_run("uts", &args, rep, NULL, &workers, &minflt);
+  uts_report(system, &params, workers, args.reps, times, root.count, minflt);
   free(times);
   const uts_reference_t *ref = uts_find_reference(&params);
   return (ref && ref->nodes != root.count.nodes) ? 1 : 0;

@@ -90,7 +90,8 @@ typedef struct swarm_attr {
   uint32_t magic_;     /* set by swarm_attr_init; do not touch */
   uint32_t detached_;  /* SWARM_CREATE_JOINABLE or SWARM_CREATE_DETACHED */
   size_t stack_size_;  /* 0: the runtime's default */
-  uintptr_t reserved_[4];
+  uintptr_t inline_;   /* 0 or 1: swarm_attr_setinline */
+  uintptr_t reserved_[3];
 } swarm_attr_t;
 
 /* Runtime configuration for swarm_init(). A zero field means "use the
@@ -221,6 +222,33 @@ int swarm_attr_getstacksize(const swarm_attr_t *attr, size_t *size);
 /* SWARM_CREATE_JOINABLE or SWARM_CREATE_DETACHED; EINVAL otherwise. */
 int swarm_attr_setdetachstate(swarm_attr_t *attr, int state);
 int swarm_attr_getdetachstate(const swarm_attr_t *attr, int *state);
+
+/* Whether a child may run as a plain call on its spawner's stack: 1 lets
+ * it (an opt-in), 0 (the default) never. EINVAL for other values, for NULL
+ * and for an attr not initialised.
+ *
+ * The promise the spawner makes: the child needs no concurrency with its
+ * parent. The parent waits while an inlined child runs — it resumes only
+ * once the child has returned (or called swarm_exit), so a child that waits
+ * for something its parent would do later deadlocks (OpenMP's undeferred
+ * tasks make the same promise). Inlining happens only when the spawning
+ * worker already holds enough stealable work (its deque holds at least
+ * SWARM_INLINE_DEPTH threads, default 4; 0 inlines always), the parent is
+ * an ordinary swarm thread that is not pinned, and its stack has room left
+ * (at least half the stack the child would have been given); otherwise the
+ * child is spawned as a plain thread.
+ *
+ * An inlined child is a thread all the same: it has its own handle
+ * (swarm_self), result, errno, thread-specific data and detach state;
+ * swarm_join and swarm_detach treat it as any other thread; swarm_exit
+ * ends it (back at its spawn point). It may block (locks, condition
+ * variables, joins, I/O, sleeps): its worker runs other threads meanwhile,
+ * and it may resume, with its parent after it, on another worker. A steal
+ * can take it only once it has spawned a plain child. It shares the
+ * parent's stack and guard page; an overflow is reported as the parent's
+ * stack would be. SWARM_STATS counts it in "spawned" and in "inlined". */
+int swarm_attr_setinline(swarm_attr_t *attr, int may_inline);
+int swarm_attr_getinline(const swarm_attr_t *attr, int *may_inline);
 
 /* ---- Statistics ------------------------------------------------------- */
 

@@ -34,7 +34,10 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SYSTEMS = ["serial", "swarm", "swarm-cxx", "omp", "tbb", "pthread", "go"]
+SYSTEMS = ["serial", "swarm", "swarm-inline", "swarm-cxx", "omp", "tbb", "pthread", "go"]
+# swarm-inline: the same programs with --inline, the opt-in that lets a child
+# run as a call (swarm_attr_setinline): the freedom OpenMP's tasks have.
+SYSTEM_ARGS = {"swarm-inline": ["--inline"]}
 WORKLOADS = ["fib", "btc", "uts", "nqueens"]
 
 T1 = ["-t", "1", "-a", "3", "-d", "10", "-b", "4", "-r", "19"]
@@ -69,7 +72,7 @@ def log(msg):
 
 
 def program(build, workload, system):
-    if system == "swarm":
+    if system in ("swarm", "swarm-inline"):
         return os.path.join(build, "bench", workload)
     if system == "swarm-cxx":  # include/swarm.hpp: fib and uts only
         return os.path.join(build, "bench", f"cxx_{workload}")
@@ -110,7 +113,7 @@ def run_one(build, system, workload, size, workers, reps, warmup, timeout, env_e
     exe = program(build, workload, "omp" if system == "omp-passive" else system)
     if not os.path.exists(exe):
         return dict(base, available=False, note=f"{os.path.relpath(exe, ROOT)} not built")
-    cmd = [exe] + size + ["-w", str(workers), "--reps", str(reps), "--warmup", str(warmup)]
+    cmd = [exe] + size + SYSTEM_ARGS.get(system, []) + ["-w", str(workers), "--reps", str(reps), "--warmup", str(warmup)]
     env = dict(os.environ, **(env_extra or {}))
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
@@ -248,6 +251,9 @@ def table(runs, n_all):
         out.append("")
     out.append("ns/task: median time / tasks.  vs serial: serial time / system time (>1: faster than serial).")
     out.append("swarm faster: system time / swarm time at the same workers (>1: swarm is faster).")
+    if any(r["system"] == "swarm-inline" for r in runs):
+        out.append("swarm-inline: swarm with the inline opt-in (--inline, swarm_attr_setinline: a child may run as a")
+        out.append("  call when the worker has stealable work), the freedom OpenMP's tasks have; swarm's row is plain threads.")
     for n in sorted(notes):
         out.append(n)
     return "\n".join(out)
@@ -415,7 +421,8 @@ def instr(build, out_dir, go_problem, systems=SYSTEMS):
         if not os.path.exists(exe):
             results.append({"system": s, "available": False, "note": f"{os.path.relpath(exe, ROOT)} not built"})
             continue
-        extra = {"swarm": ["--no-serial"], "pthread": ["--micro"]}.get(s, [])
+        extra = {"swarm": ["--no-serial"], "swarm-inline": ["--no-serial", "--inline"],
+                 "pthread": ["--micro"]}.get(s, [])
         point = {}
         for n in (big, small):
             with tempfile.TemporaryDirectory() as td:
@@ -433,7 +440,7 @@ def instr(build, out_dir, go_problem, systems=SYSTEMS):
                     point = {"error": f"callgrind run failed (exit {r.returncode}): {r.stderr.strip()[-300:]}"}
                     break
                 point[n] = (int(m[-1]), rec["tasks"], rec)
-                if s == "swarm":
+                if s in ("swarm", "swarm-inline"):
                     point[("functions", n)] = function_costs(f"{td}/cg.out")
         if "error" in point:
             results.append({"system": s, "available": False, "note": point["error"]})
@@ -445,7 +452,7 @@ def instr(build, out_dir, go_problem, systems=SYSTEMS):
                "correct": rb.get("correct")}
         if rb.get("mode"):
             res["mode"] = rb["mode"]
-        if s == "swarm":
+        if s in ("swarm", "swarm-inline"):
             res["functions_per_task"] = per_task_functions(point[("functions", big)],
                                                            point[("functions", small)], tb - ts)
         results.append(res)
@@ -462,11 +469,12 @@ def instr(build, out_dir, go_problem, systems=SYSTEMS):
         print(f"  {name:10} {ipt:>11,.0f}  {faster:>12}")
     print("  * pthread: create+join of empty threads (--micro); callgrind counts user-space instructions only,")
     print("    not the kernel's work in clone/exit/futex, so NPTL's figure is a floor.")
-    fns = next((r.get("functions_per_task") for r in results if r["system"] == "swarm"), None)
-    if fns:
-        print("\nswarm's instructions per thread by function (self cost, same difference method):")
-        for f in fns:
-            print(f"  {f['instructions_per_task']:8.1f}  {f['function']}")
+    for sysname in ("swarm", "swarm-inline"):
+        fns = next((r.get("functions_per_task") for r in results if r["system"] == sysname), None)
+        if fns:
+            print(f"\n{sysname}'s instructions per thread by function (self cost, same difference method):")
+            for f in fns:
+                print(f"  {f['instructions_per_task']:8.1f}  {f['function']}")
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "bench-instr.json")
     with open(path, "w") as f:

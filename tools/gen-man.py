@@ -46,8 +46,14 @@ POSIX_PREFIXES = ("mutex_", "cond_", "rwlock_", "barrier_", "key_", "once", "get
                   "setspecific", "attr_", "join", "detach", "self", "equal", "exit")
 
 
+# ... except swarm's own attributes, which pthreads lacks.
+NO_TWIN = {"attr_setinline", "attr_getinline"}
+
+
 def posix_twin(name):
     x = name[len("swarm_"):]
+    if x in NO_TWIN:
+        return None
     if x.startswith("sem_"):
         return x
     if x.startswith(POSIX_PREFIXES):

@@ -76,6 +76,9 @@ enum thread_kind {
   THREAD_USER = 0,     /* made by swarm_spawn; stack from the pool */
   THREAD_MAIN = 1,     /* the flow that started the runtime; its own stack */
   THREAD_EXTERNAL = 2, /* a kernel thread that is not a worker */
+  THREAD_INLINE = 3,   /* inline.c: a child running as a call on its
+                          parent's stack (stack: the parent's bounds); USER
+                          again before its exit is published */
 };
 
 /* thread.control: generation (bits 63..32) | table index (30..7) | state
@@ -173,6 +176,7 @@ struct worker_stats { /* written by the owner only */
   uint64_t parks;
   uint64_t sleeps;
   uint64_t stacks_mapped;
+  uint64_t inlined; /* inline.c: spawns that ran as a call */
 };
 
 /* What the "after" function of the next context switch must do. */

@@ -111,8 +111,8 @@ size_t fault_describe(void *addr, char *buf, size_t cap) {
   char *a = addr;
   size_t guard = swarm_rt.guard_size;
   struct swarm_thread *t = w->current;
-  if (t && t->kind == THREAD_USER && a >= t->stack.lo - guard &&
-      a < t->stack.lo)
+  if (t && (t->kind == THREAD_USER || t->kind == THREAD_INLINE) &&
+      a >= t->stack.lo - guard && a < t->stack.lo)
     return describe_thread(t, addr, buf, cap);
   if (t && t->kind == THREAD_MAIN && t->stack.lo &&
       a >= t->stack.lo - MAIN_STACK_GAP - guard &&

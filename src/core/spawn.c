@@ -43,6 +43,7 @@
 #include <stdlib.h>
 
 #include "core/core.h"
+#include "core/inline.h"
 #include "core/sched.h"
 #include "core/trace.h"
 #include "os/os.h"
@@ -350,6 +351,8 @@ _Noreturn void swarm_exit(void *result) {
   struct swarm_thread *t = w->current;
   if (t->kind == THREAD_MAIN)
     main_thread_finish(t, result);
+  if (t->kind == THREAD_INLINE)
+    inline_exit(t, result); /* back to its spawn point */
   user_thread_exit(result);
   __builtin_unreachable();
 }
@@ -494,11 +497,10 @@ spawn_run(struct worker *w, struct swarm_thread *t, swarm_thread_t *out,
 }
 
 /* Everything but the common case: attributes, bad arguments, a caller that
- * is not a worker, a runtime not started yet. */
-static __attribute__((noinline)) int spawn_general(swarm_thread_t *out,
-                                                   const swarm_attr_t *attr,
-                                                   void *(*fn)(void *),
-                                                   void *arg) {
+ * is not a worker, a runtime not started yet (also inline.c's way when it
+ * declines). */
+int spawn_plain_general(swarm_thread_t *out, const swarm_attr_t *attr,
+                        void *(*fn)(void *), void *arg) {
   size_t size = 0;
   bool detached = false;
   if (attr) {
@@ -530,6 +532,18 @@ static __attribute__((noinline)) int spawn_general(swarm_thread_t *out,
     return EAGAIN;
   }
   return spawn_run(w, t, out, detached, fn, arg, true);
+}
+
+/* swarm_spawn's way for anything but the common case: an attr with the
+ * inline opt-in goes to inline.c, which runs the child as a call or
+ * declines to spawn_plain_general. */
+static __attribute__((noinline)) int spawn_general(swarm_thread_t *out,
+                                                   const swarm_attr_t *attr,
+                                                   void *(*fn)(void *),
+                                                   void *arg) {
+  if (attr && attr->inline_)
+    return inline_spawn(out, attr, fn, arg);
+  return spawn_plain_general(out, attr, fn, arg);
 }
 
 int swarm_spawn(swarm_thread_t *out, const swarm_attr_t *attr,

@@ -1,0 +1,264 @@
+/*
+ * core/inline.c — the opt-in inline spawn (swarm_attr_setinline): a child
+ * that may run as a plain call on its spawner's stack, and its exit.
+ *
+ * What it owns:
+ *  - The decision (inline_may_run): the worker's deque already holds at
+ *    least SWARM_INLINE_DEPTH threads (stealable work enough: a thief takes
+ *    those, the oldest, and the next spawn with fewer left is a plain one,
+ *    which refills the deque), the parent is a USER or inlined thread that
+ *    is not pinned (its stack and its worker may move while the child
+ *    blocks), and the parent's stack has room left below the stack pointer
+ *    (at least half the stack the child would have had). Otherwise
+ *    spawn.c spawns the child as a plain thread.
+ *  - The run (inline_spawn): the child gets a descriptor of its own, with
+ *    kind THREAD_INLINE and the parent's stack bounds, so everything that
+ *    looks at the running thread sees the child: swarm_self, errno (the
+ *    parent's is kept in a local), the upper layers' slots, a park (the
+ *    child's saved sp is on the parent's stack, which moves with it), the
+ *    overflow report (fault.c), ASan's fiber bounds. The parent is owned by
+ *    the call: it is in no deque and no list until the child returns, so
+ *    nothing can run it meanwhile; that is the promise the spawner made.
+ *    A descriptor that kept a stack (spawn.c) gives it back first.
+ *  - The exit (inline_exit): swarm_exit from an inlined child runs the exit
+ *    work (thread-specific data, cleanup handlers) on the child's frames,
+ *    then unwinds to the spawn point with __builtin_longjmp; its buffer is
+ *    in inline_call's frame, its address in the child's `arg`, which only
+ *    thread_entry reads otherwise.
+ *
+ * Invariants: everything written to the child's descriptor (its stack back,
+ * kind USER) precedes the publication of EXITED, after which a joiner may
+ * release it at any moment; it is touched again only when WAITER says a
+ * joiner is parked, as in spawn.c. The spawn and exit counters
+ * (stat_spawned_pub, stat_exited_pub) count it as any thread, so
+ * quiescence (sched.c) holds.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/core.h"
+#include "core/inline.h"
+#include "core/sched.h"
+#include "core/trace.h"
+#include "os/os.h"
+
+#ifdef SWARM_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+_Static_assert(sizeof(swarm_attr_t) == 2 * sizeof(uint32_t) + sizeof(size_t) +
+                                           4 * sizeof(uintptr_t),
+               "swarm_attr_t keeps its size: inline_ took a reserved word");
+
+#define INLINE_DEPTH_DEFAULT 4
+#define INLINE_DEPTH_MAX 1000000
+#define INLINE_ROOM_MIN ((size_t)16384)
+
+/* ---- attributes ---- */
+
+int swarm_attr_setinline(swarm_attr_t *attr, int may_inline) {
+  if (!attr || attr->magic_ != SWARM_ATTR_MAGIC ||
+      (may_inline != 0 && may_inline != 1))
+    return EINVAL;
+  attr->inline_ = (uintptr_t)may_inline;
+  return 0;
+}
+
+int swarm_attr_getinline(const swarm_attr_t *attr, int *may_inline) {
+  if (!attr || attr->magic_ != SWARM_ATTR_MAGIC || !may_inline)
+    return EINVAL;
+  *may_inline = (int)attr->inline_;
+  return 0;
+}
+
+/* ---- the decision ---- */
+
+/* SWARM_INLINE_DEPTH, read once (a benign race: every reader computes the
+ * same value). */
+static int inline_depth_cached = -1;
+
+static __attribute__((noinline, cold)) int inline_depth_read(void) {
+  int d = INLINE_DEPTH_DEFAULT;
+  const char *v = getenv("SWARM_INLINE_DEPTH");
+  if (v && *v) {
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (*end || x < 0 || x > INLINE_DEPTH_MAX)
+      fprintf(stderr,
+              "swarm: ignoring SWARM_INLINE_DEPTH='%s': expected 0..%d\n", v,
+              INLINE_DEPTH_MAX);
+    else
+      d = (int)x;
+  }
+  __atomic_store_n(&inline_depth_cached, d, __ATOMIC_RELAXED);
+  return d;
+}
+
+/* Whether a child spawned with attr may run inline under `parent` on w
+ * (see the file comment). */
+static inline char *inline_sp(void);
+static inline bool inline_may_run(struct worker *w, struct swarm_thread *parent,
+                                  const swarm_attr_t *attr, int depth) {
+  if (unlikely(!parent || parent->pinned_worker >= 0 ||
+               (parent->kind != THREAD_USER && parent->kind != THREAD_INLINE)))
+    return false;
+  if (deque_size(&w->deque) < depth)
+    return false;
+  size_t size = attr->stack_size_ ? attr->stack_size_ : swarm_rt.default_stack;
+  size_t need = size / 2 > INLINE_ROOM_MIN ? size / 2 : INLINE_ROOM_MIN;
+  char *sp = inline_sp();
+  return sp > parent->stack.lo && (size_t)(sp - parent->stack.lo) >= need;
+}
+
+/* ---- the run and the exit ---- */
+
+static void inline_trace(struct worker *w, struct swarm_thread *from,
+                         struct swarm_thread *to, bool spawn);
+
+/* Calls fn(arg) as the child t of parent on w, with an unwind point for
+ * swarm_exit (inline_exit), and returns its result. noinline: the buffer
+ * and the registers __builtin_setjmp saves belong to this frame alone (in
+ * inline_spawn's frame they cost more: GCC keeps all of its values in
+ * memory). The spawn's trace point is here, where every register is
+ * saved anyway, so that inline_spawn makes no call before this one. */
+static __attribute__((noinline)) void *
+inline_call(struct worker *w, struct swarm_thread *parent,
+            struct swarm_thread *t, void *(*fn)(void *), void *arg) {
+  void *jb[5];
+  if (unlikely(w->trace))
+    inline_trace(w, parent, t, true);
+  if (__builtin_setjmp(jb)) /* from inline_exit: t may be stale; re-read */
+    return worker_current()->current->result;
+  t->arg = jb;
+  return fn(arg);
+}
+
+/* The upper layers' exit work, on the child's frames (it may block);
+ * true if there was any. */
+static inline bool inline_exit_work(struct swarm_thread *t) {
+  if (likely(((uintptr_t)t->slots[SLOT_SYNC] |
+              (uintptr_t)t->slots[SLOT_PTHREAD]) == 0))
+    return false;
+  if (swarm_thread_exit_hook)
+    swarm_thread_exit_hook(t);
+  for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
+    __atomic_store_n(&t->slots[i], NULL, __ATOMIC_RELAXED);
+  return true;
+}
+
+_Noreturn void inline_exit(struct swarm_thread *t, void *result) {
+  inline_exit_work(t);
+  t = worker_current()->current; /* the same thread, perhaps moved */
+  t->result = result;
+  void **jb = t->arg;
+#ifdef SWARM_ASAN
+  __asan_handle_no_return(); /* the frames below jb are left */
+#endif
+  __builtin_longjmp(jb, 1);
+}
+
+static __attribute__((noinline, cold)) void
+inline_trace(struct worker *w, struct swarm_thread *from,
+             struct swarm_thread *to, bool spawn) {
+  uint64_t now = trace_now();
+  if (spawn)
+    trace_put(w->trace, TR_SPAWN, now, trace_id(from), trace_id(to), 0);
+  trace_switch_at(w->trace, now, to);
+}
+
+/* The child has returned `result` on w: publish its exit (as spawn.c's
+ * exit_publish and exit_notify do) and give the worker back to parent. */
+static inline void inline_finish(struct worker *w, struct swarm_thread *t,
+                                 struct swarm_thread *parent, void *result) {
+  t->stack.lo = NULL; /* a free descriptor's: none kept */
+  t->stack.size = 0;
+  t->kind = THREAD_USER;
+  t->result = result;
+  counter_inc(&w->stat_exited_pub);
+  uint64_t old =
+      atomic_fetch_add_explicit(&t->control, CTL_EXITED, memory_order_acq_rel);
+  if (unlikely(old & (CTL_WAITER | CTL_DETACHED))) {
+    if (old & CTL_WAITER) {
+      TRACE_READY(w, t->joiner);
+      make_runnable(w, t->joiner);
+    } else {
+      desc_release(w, t);
+    }
+  }
+  w->current = parent;
+  if (unlikely(w->trace))
+    inline_trace(w, t, parent, false);
+}
+
+/* The stack pointer, for the room check. */
+static inline char *inline_sp(void) {
+#if defined(__x86_64__)
+  char *sp;
+  __asm__("movq %%rsp, %0" : "=r"(sp));
+  return sp;
+#else
+  return __builtin_frame_address(0);
+#endif
+}
+
+/* inline_spawn's slow ways in: SWARM_INLINE_DEPTH read, the descriptor
+ * cache refilled, or the stack the first descriptor kept (spawn.c) given
+ * back, as spawn_bind_stack does for one of another size (an inlined
+ * child's stack field holds its parent's bounds instead); then again.
+ * A tail call, so that inline_spawn keeps nothing across a call before
+ * the child's. */
+static __attribute__((noinline, cold)) int
+inline_spawn_prepare(swarm_thread_t *out, const swarm_attr_t *attr,
+                     void *(*fn)(void *), void *arg) {
+  if (__atomic_load_n(&inline_depth_cached, __ATOMIC_RELAXED) < 0)
+    inline_depth_read();
+  struct worker *w = worker_current();
+  struct swarm_thread *t = w->descs.head;
+  if (!t) {
+    if (!(t = desc_alloc_slow(w)))
+      return spawn_plain_general(out, attr, fn, arg); /* EAGAIN, said why */
+    desc_cache_put(w, t);
+  }
+  if (t->stack.size) {
+    stack_release(w, t->stack);
+    t->stack.lo = NULL;
+    t->stack.size = 0;
+    w->stack_keep_room++;
+  }
+  return inline_spawn(out, attr, fn, arg);
+}
+
+int inline_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
+                 void *(*fn)(void *), void *arg) {
+  struct worker *w = worker_current();
+  if (unlikely(!w || attr->magic_ != SWARM_ATTR_MAGIC || !fn ||
+               (!out && !attr->detached_)))
+    return spawn_plain_general(out, attr, fn, arg);
+  struct swarm_thread *parent = w->current, *t = w->descs.head;
+  int depth = __atomic_load_n(&inline_depth_cached, __ATOMIC_RELAXED);
+  if (unlikely(depth < 0 || !t || t->stack.size))
+    return inline_spawn_prepare(out, attr, fn, arg);
+  if (!inline_may_run(w, parent, attr, depth))
+    return spawn_plain_general(out, attr, fn, arg);
+  w->descs.head = t->next;
+  w->descs.count--;
+  t->stack = parent->stack; /* bounds for fault.c, ASan, nesting */
+  t->kind = THREAD_INLINE;
+  t->fn = fn;
+  if (unlikely(attr->detached_))
+    atomic_fetch_or_explicit(&t->control, CTL_DETACHED, memory_order_relaxed);
+  if (out)
+    *out = desc_handle_free(t);
+  counter_inc(&w->stat_spawned_pub);
+  w->stats.inlined++;
+  int saved_errno = os_errno_take(); /* the child starts with 0 */
+  w->current = t;
+  void *result = inline_call(w, parent, t, fn, arg);
+  inline_exit_work(t);  /* it may block */
+  w = worker_current(); /* the child may have blocked and moved */
+  inline_finish(w, t, parent, result);
+  os_errno_set(saved_errno);
+  return 0;
+}
