@@ -1,11 +1,11 @@
 /*
  * arch/context.h — the machine-dependent context switch, the whole interface
  * between the portable scheduler (core) and the CPU (PPL's "VP layer").
- * Seven functions, declared at the end. A port to a new CPU implements two of
+ * Eight functions, declared at the end. A port to a new CPU implements two of
  * them, swarm_arch_switch and swarm_arch_prepare, and nothing else in core
- * changes: start_generic.c builds the other five from those two. A back end
- * may implement any of the five directly to make a hot path shorter
- * (x86_64.S implements all seven; aarch64.S and portable.c, ucontext, the
+ * changes: start_generic.c builds the other six from those two. A back end
+ * may implement any of the six directly to make a hot path shorter
+ * (x86_64.S implements all eight; aarch64.S and portable.c, ucontext, the
  * two). The back end is chosen by CMake (-DSWARM_CONTEXT=asm|portable).
  *
  * Contract ("switch, then call", MassiveThreads / Go's gopark):
@@ -70,6 +70,14 @@
  *   path, without an entry function in between. start_generic.c builds it
  *   from swarm_arch_start, keeping fn, arg and finish at the stack's top.
  *
+ *   void *swarm_arch_spawn_core(void **save_sp, void *stack_top,
+ *                               void *(*fn)(void *), void *arg);
+ *
+ *   swarm_arch_spawn(save_sp, stack_top, fn, arg, swarm_thread_finish),
+ *   with core's thread end called by name: no pointer to pass in and keep
+ *   across fn (core's spawn; dist passes its own finish to
+ *   swarm_arch_spawn). start_generic.c builds it from swarm_arch_spawn.
+ *
  *   _Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),
  *                                    void *arg);
  *
@@ -78,9 +86,6 @@
  *   it as a switch with a scratch save slot.
  *
  *   _Noreturn void swarm_arch_resume_plain(void *new_sp, void *arg);
-_Noreturn void swarm_arch_resume_publish(
-    void *new_sp, void *arg, _Atomic uint64_t *word, uint64_t mask,
-    void (*notify)(void *arg, uint64_t old, _Atomic uint64_t *word));
  *
  *   swarm_arch_resume(new_sp, NULL, arg), without testing for an after
  *   step.
@@ -130,5 +135,10 @@ _Noreturn void swarm_arch_resume_publish(
     void (*notify)(void *arg, uint64_t old, _Atomic uint64_t *word));
 void *swarm_arch_spawn(void **save_sp, void *stack_top, void *(*fn)(void *),
                        void *arg, void (*finish)(void *));
+void *swarm_arch_spawn_core(void **save_sp, void *stack_top,
+                            void *(*fn)(void *), void *arg);
+/* Core's (spawn.c), called by swarm_arch_spawn_core's fresh context with
+ * fn's result; never returns. */
+void swarm_thread_finish(void *result) __attribute__((visibility("hidden")));
 
 #endif

@@ -1,10 +1,10 @@
 /*
  * arch/start_generic.c — swarm_arch_start, swarm_arch_spawn,
- * swarm_arch_resume, swarm_arch_resume_plain and swarm_arch_resume_publish
- * for back ends that implement
- * only swarm_arch_prepare and swarm_arch_switch (aarch64.S, portable.c):
- * prepare the fresh frame, then switch to it; switch with a save slot nobody
- * reads. x86_64.S has direct versions.
+ * swarm_arch_spawn_core, swarm_arch_resume, swarm_arch_resume_plain and
+ * swarm_arch_resume_publish for back ends that implement only
+ * swarm_arch_prepare and swarm_arch_switch (aarch64.S, portable.c): prepare the
+ * fresh frame, then switch to it; switch with a save slot nobody reads.
+ * x86_64.S has direct versions.
  */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -33,6 +33,15 @@ void *swarm_arch_spawn(void **save_sp, void *stack_top, void *(*fn)(void *),
   r->arg = arg;
   r->finish = finish;
   return swarm_arch_start(save_sp, r, spawn_entry, 0, r);
+}
+
+/* Weak: libswarm-dist links this file without core, and never calls
+ * swarm_arch_spawn_core. */
+#pragma weak swarm_thread_finish
+
+void *swarm_arch_spawn_core(void **save_sp, void *stack_top,
+                            void *(*fn)(void *), void *arg) {
+  return swarm_arch_spawn(save_sp, stack_top, fn, arg, swarm_thread_finish);
 }
 
 void *swarm_arch_start(void **save_sp, void *stack_top, void (*entry)(void *),

@@ -1,6 +1,6 @@
 /*
  * arch/x86_64.S — context switch for x86-64 (System V ABI). Implements the
- * contract in arch/context.h (all seven functions): save callee-saved registers (rbp, rbx, r12-r15)
+ * contract in arch/context.h (all eight functions): save callee-saved registers (rbp, rbx, r12-r15)
  * and the FP control state (MXCSR control bits, x87 control word), switch
  * stacks, call `after(arg)` on the new stack, restore, return.
  *
@@ -234,6 +234,33 @@ swarm_arch_spawn:
         ud2                         /* finish must not return */
         .cfi_endproc
         .size   swarm_arch_spawn, .-swarm_arch_spawn
+
+        .globl  swarm_arch_spawn_core
+        .hidden swarm_arch_spawn_core
+        .type   swarm_arch_spawn_core, @function
+        .p2align 4
+/* void *swarm_arch_spawn_core(void **save_sp (rdi), void *stack_top (rsi),
+ *                             void *(*fn)(void *) (rdx), void *arg (rcx))
+ * swarm_arch_spawn with core's swarm_thread_finish called by name: nothing
+ * to pass in or keep across fn (two instructions fewer per spawn). */
+/* Weak: libswarm-dist links this file without core, and never calls
+ * swarm_arch_spawn_core. */
+        .weak   swarm_thread_finish
+        .hidden swarm_thread_finish
+swarm_arch_spawn_core:
+        .cfi_startproc
+        SAVE_CONTEXT
+        movq    %rsp, (%rdi)        /* published last (PUBLISH_LAST) */
+        movq    %rsi, %rsp          /* the fresh stack; 16-byte aligned */
+        .cfi_undefined rip          /* the new context's bottom frame */
+        movq    %rcx, %rdi
+        xorl    %ebp, %ebp          /* frame-pointer walks end here too */
+        call    *%rdx
+        movq    %rax, %rdi
+        call    swarm_thread_finish /* hidden: a direct call */
+        ud2                         /* it never returns */
+        .cfi_endproc
+        .size   swarm_arch_spawn_core, .-swarm_arch_spawn_core
 
         .globl  swarm_arch_prepare
         .hidden swarm_arch_prepare

@@ -503,7 +503,14 @@ void worker_wake(struct worker *w);
  * keep a load, add and store around the compare otherwise (two more
  * instructions on the exit and join paths). */
 static inline bool cache_count_below(const uint32_t *count, uint32_t max) {
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+  /* The volatile read below still gave a load and a register compare. */
+  bool below;
+  __asm__("cmpl %2, %1" : "=@ccb"(below) : "m"(*count), "ir"(max));
+  return below;
+#else
   return *(const volatile uint32_t *)count < max;
+#endif
 }
 static inline void cache_count_inc(uint32_t *count) {
 #if defined(__x86_64__)

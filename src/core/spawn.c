@@ -16,7 +16,7 @@
  *    with a stack (the one its last thread kept, or one from the stack
  *    cache), the parent pushed before the switch (push_parent_early, with
  *    a back end that publishes the saved stack pointer last), the child's
- *    function called straight on its fresh stack (swarm_arch_spawn).
+ *    function called straight on its fresh stack (swarm_arch_spawn_core).
  *
  *  - Kept stacks. An exiting thread leaves its stack on its descriptor,
  *    where the next spawn that takes the descriptor from a cache finds it
@@ -92,10 +92,8 @@ void *after_main_exit_traced(void *arg) {
 
 /* ---- thread start and exit ---- */
 
-static void user_thread_exit(void *result);
-
 /* Where a thread made by swarm_spawn starts when it is not started by
- * swarm_arch_spawn (an after step, a spawn from a non-worker, ASan). */
+ * swarm_arch_spawn_core (an after step, a spawn from a non-worker, ASan). */
 static void thread_entry(void *transfer) {
 #ifdef SWARM_ASAN
   __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
@@ -103,7 +101,7 @@ static void thread_entry(void *transfer) {
   struct worker *w = transfer;
   struct swarm_thread *t = w->current;
   os_errno_set(0);
-  user_thread_exit(t->fn(t->arg));
+  swarm_thread_finish(t->fn(t->arg));
   __builtin_unreachable();
 }
 
@@ -222,7 +220,7 @@ user_thread_exit_release(struct worker *w, struct swarm_thread *t,
   exit_switch(w, dead);
 }
 
-/* user_thread_exit past the room for kept stacks: gives back the one it
+/* swarm_thread_finish past the room for kept stacks: gives back the one it
  * took. */
 static __attribute__((noinline)) void
 user_thread_exit_unkept(struct worker *w, struct swarm_thread *t,
@@ -288,7 +286,7 @@ exit_keep(struct worker *w, struct swarm_thread *t, void *result) {
   resume_publish(w, next, t);
 }
 
-/* user_thread_exit for a thread with exit work (the hook may block): then
+/* swarm_thread_finish for a thread with exit work (the hook may block): then
  * as a thread without. */
 static __attribute__((noinline)) void
 user_thread_exit_slow(struct swarm_thread *t, void *result) {
@@ -305,13 +303,13 @@ user_thread_exit_slow(struct swarm_thread *t, void *result) {
   exit_keep(w, t, result);
 }
 
-/* The end of every thread made by swarm_spawn (swarm_arch_spawn calls it
+/* The end of every thread made by swarm_spawn (swarm_arch_spawn_core calls it
  * with fn's result; thread_entry, swarm_exit). Never returns (see
  * resume_plain_tail for why it is not declared so). The common case keeps
  * the stack on the descriptor for the next spawn that takes it (see
  * spawn_bind_stack) and touches no cache: it stores the result, takes the
  * next thread and leaves, publishing EXITED from the next stack. */
-static __attribute__((noinline)) void user_thread_exit(void *result) {
+__attribute__((noinline)) void swarm_thread_finish(void *result) {
   struct worker *w = worker_current();
   struct swarm_thread *t = w->current;
   if (unlikely(thread_has_exit_work(t))) {
@@ -350,7 +348,7 @@ _Noreturn void swarm_exit(void *result) {
   struct swarm_thread *t = w->current;
   if (t->kind == THREAD_MAIN)
     main_thread_finish(t, result);
-  user_thread_exit(result);
+  swarm_thread_finish(result);
   __builtin_unreachable();
 }
 
@@ -371,7 +369,7 @@ static void thread_init(struct swarm_thread *t, void *(*fn)(void *),
 }
 
 /* Gives t a stack of `size` (w may be NULL): the one its last thread left
- * on it (user_thread_exit), which gives back one of the room for kept
+ * on it (swarm_thread_finish), which gives back one of the room for kept
  * stacks, or a stack from the cache; one of another size is released. 0 or
  * EAGAIN. */
 static inline int spawn_bind_stack(struct worker *w, struct swarm_thread *t,
@@ -473,8 +471,7 @@ spawn_run(struct worker *w, struct swarm_thread *t, swarm_thread_t *out,
   __sanitizer_start_switch_fiber(&fake, t->stack.lo, t->stack.size);
 #else
   if (likely(!after)) /* fn runs straight on the fresh stack */
-    w = swarm_arch_spawn(&parent->sp, thread_stack_top(t->stack), fn, arg,
-                         user_thread_exit);
+    w = swarm_arch_spawn_core(&parent->sp, thread_stack_top(t->stack), fn, arg);
   else
 #endif
   {
