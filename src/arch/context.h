@@ -91,17 +91,18 @@
  *   step.
  *
  *   _Noreturn void swarm_arch_resume_publish(void *new_sp, void *arg,
- *                          _Atomic uint64_t *word, uint64_t mask,
- *                          void (*notify)(void *arg, uint64_t old,
- *                                         _Atomic uint64_t *word));
+ *                                            _Atomic uint64_t *word);
  *
  *   swarm_arch_resume_plain(new_sp, arg) for a context whose last act is to
  *   say it is done (the exit's fast path): once on the new stack, and only
  *   then, it adds 1 to *word (a fetch_add, acquire-release); if the value
- *   before, old, has a bit of mask set it calls notify(arg, old, word)
- *   there, on the new stack, before resuming. So whoever sees the add may
- *   reuse the old stack at once (core keeps an exited thread's stack with
- *   its descriptor until the join). start_generic.c builds it from
+ *   before, old, has a bit of SWARM_ARCH_PUBLISH_NOTIFY set it calls core's
+ *   swarm_thread_published(arg, old, word) there, on the new stack, before
+ *   resuming. So whoever sees the add may reuse the old stack at once
+ *   (core keeps an exited thread's stack with its descriptor until the
+ *   join). The mask and the notify are core's, fixed here so that the
+ *   exit's fast path passes neither (core.h asserts the mask is its
+ *   CTL_WAITER | CTL_DETACHED). start_generic.c builds it from
  *   swarm_arch_resume with an after step.
  *
  * All are called with the stack 16-byte aligned as the ABI says;
@@ -120,6 +121,10 @@
 #ifndef SWARM_ARCH_CONTEXT_H
 #define SWARM_ARCH_CONTEXT_H
 
+/* swarm_arch_resume_publish's mask (an immediate in the assembly). */
+#define SWARM_ARCH_PUBLISH_NOTIFY 0xa
+
+#ifndef __ASSEMBLER__
 #include <stdint.h>
 
 void *swarm_arch_switch(void **save_sp, void *new_sp, void *(*after)(void *),
@@ -130,9 +135,8 @@ void *swarm_arch_start(void **save_sp, void *stack_top, void (*entry)(void *),
 _Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),
                                  void *arg);
 _Noreturn void swarm_arch_resume_plain(void *new_sp, void *arg);
-_Noreturn void swarm_arch_resume_publish(
-    void *new_sp, void *arg, _Atomic uint64_t *word, uint64_t mask,
-    void (*notify)(void *arg, uint64_t old, _Atomic uint64_t *word));
+_Noreturn void swarm_arch_resume_publish(void *new_sp, void *arg,
+                                         _Atomic uint64_t *word);
 void *swarm_arch_spawn(void **save_sp, void *stack_top, void *(*fn)(void *),
                        void *arg, void (*finish)(void *));
 void *swarm_arch_spawn_core(void **save_sp, void *stack_top,
@@ -140,5 +144,10 @@ void *swarm_arch_spawn_core(void **save_sp, void *stack_top,
 /* Core's (spawn.c), called by swarm_arch_spawn_core's fresh context with
  * fn's result; never returns. */
 void swarm_thread_finish(void *result) __attribute__((visibility("hidden")));
+/* Core's (spawn.c), called by swarm_arch_resume_publish on the new stack
+ * when the add found a bit of SWARM_ARCH_PUBLISH_NOTIFY set. */
+void swarm_thread_published(void *arg, uint64_t old, _Atomic uint64_t *word)
+    __attribute__((visibility("hidden")));
+#endif /* __ASSEMBLER__ */
 
 #endif

@@ -36,8 +36,9 @@ void *swarm_arch_spawn(void **save_sp, void *stack_top, void *(*fn)(void *),
 }
 
 /* Weak: libswarm-dist links this file without core, and never calls
- * swarm_arch_spawn_core. */
+ * swarm_arch_spawn_core or swarm_arch_resume_publish. */
 #pragma weak swarm_thread_finish
+#pragma weak swarm_thread_published
 
 void *swarm_arch_spawn_core(void **save_sp, void *stack_top,
                             void *(*fn)(void *), void *arg) {
@@ -67,21 +68,18 @@ _Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),
 struct publish_request {
   void *arg;
   _Atomic uint64_t *word;
-  uint64_t mask;
-  void (*notify)(void *arg, uint64_t old, _Atomic uint64_t *word);
 };
 
 static void *publish_after(void *p) {
   struct publish_request r = *(struct publish_request *)p;
   uint64_t old = atomic_fetch_add_explicit(r.word, 1, memory_order_acq_rel);
-  if (old & r.mask)
-    r.notify(r.arg, old, r.word);
+  if (old & SWARM_ARCH_PUBLISH_NOTIFY)
+    swarm_thread_published(r.arg, old, r.word);
   return r.arg;
 }
 
-_Noreturn void swarm_arch_resume_publish(
-    void *new_sp, void *arg, _Atomic uint64_t *word, uint64_t mask,
-    void (*notify)(void *arg, uint64_t old, _Atomic uint64_t *word)) {
-  struct publish_request r = {arg, word, mask, notify};
+_Noreturn void swarm_arch_resume_publish(void *new_sp, void *arg,
+                                         _Atomic uint64_t *word) {
+  struct publish_request r = {arg, word};
   swarm_arch_resume(new_sp, publish_after, &r);
 }

@@ -24,7 +24,7 @@
  *    Since the joiner may then reuse the stack at once, on any worker, the
  *    exit publishes EXITED only once off it: swarm_arch_resume_publish
  *    moves to the next thread's stack, adds EXITED there, and runs the
- *    joiner's wake-up or the detached release (exit_notify_published) on
+ *    joiner's wake-up or the detached release (swarm_thread_published) on
  *    that stack. How many kept stacks wait for a join is bounded per worker
  *    (worker.stack_keep_room); past it, and on traced or ASan builds, the
  *    exit gives its stack back itself, as before: into the worker's cache
@@ -157,9 +157,9 @@ static inline uint64_t exit_publish(struct swarm_thread *t, void *result) {
  * it). */
 static __attribute__((noinline)) void
 exit_switch_slow(struct worker *w, struct stack_ref dead,
-                 struct swarm_thread *next, int64_t b, int64_t t) {
+                 struct swarm_thread *next, int64_t b) {
   if (!next)
-    next = deque_take_end(&w->deque, b, t);
+    next = deque_take_end(&w->deque, b);
   if (!next && queue_count(&w->queue) != 0)
     next = ready_queue_pop(&w->queue, false);
   void *(*after)(void *) = w->after_exit;
@@ -178,13 +178,13 @@ exit_switch_slow(struct worker *w, struct stack_ref dead,
 static inline __attribute__((always_inline)) void
 exit_switch(struct worker *w, struct stack_ref dead) {
   counter_inc(&w->stat_exited_pub);
-  int64_t b, t;
-  struct swarm_thread *next = deque_take_begin(&w->deque, &b, &t);
+  int64_t b;
+  struct swarm_thread *next = deque_take_begin(&w->deque, &b);
   if (likely(next) && likely(stack_release_running(w, dead))) {
     resume_plain_tail(w, next);
     return;
   }
-  exit_switch_slow(w, dead, next, b, t);
+  exit_switch_slow(w, dead, next, b);
 }
 
 /* A published exit with a joiner to wake or a detached descriptor to
@@ -231,11 +231,12 @@ user_thread_exit_unkept(struct worker *w, struct swarm_thread *t,
 
 /* ---- the exit that keeps its stack ---- */
 
-/* The kept-stack exit's notify (arch/context.h: swarm_arch_resume_publish):
- * on the next context's stack, once the add of EXITED found a joiner
- * parked or the thread detached. */
-static void exit_notify_published(void *arg, uint64_t old,
-                                  _Atomic uint64_t *word) {
+/* The kept-stack exit's notify (arch/context.h: swarm_arch_resume_publish
+ * calls it by name): on the next context's stack, once the add of EXITED
+ * found a joiner parked or the thread detached. */
+_Static_assert(SWARM_ARCH_PUBLISH_NOTIFY == (CTL_WAITER | CTL_DETACHED),
+               "swarm_arch_resume_publish tests core's notify bits");
+void swarm_thread_published(void *arg, uint64_t old, _Atomic uint64_t *word) {
   struct swarm_thread *t =
       (struct swarm_thread *)((char *)word -
                               offsetof(struct swarm_thread, control));
@@ -245,9 +246,8 @@ static void exit_notify_published(void *arg, uint64_t old,
 /* swarm_arch_resume_publish, declared so that a call to it in tail position
  * is a jump (see resume_plain_tail). */
 void swarm_arch_resume_publish_tail(
-    void *new_sp, void *arg, _Atomic uint64_t *word, uint64_t mask,
-    void (*notify)(void *, uint64_t,
-                   _Atomic uint64_t *)) __asm__("swarm_arch_resume_publish")
+    void *new_sp, void *arg,
+    _Atomic uint64_t *word) __asm__("swarm_arch_resume_publish")
     __attribute__((visibility("hidden")));
 
 /* Leaves t, whose result is stored and whose stack stays on its
@@ -257,15 +257,13 @@ static inline __attribute__((always_inline)) void
 resume_publish(struct worker *w, struct swarm_thread *next,
                struct swarm_thread *t) {
   void *sp = enter_next_ending(w, next);
-  swarm_arch_resume_publish_tail(sp, w, &t->control, CTL_WAITER | CTL_DETACHED,
-                                 exit_notify_published);
+  swarm_arch_resume_publish_tail(sp, w, &t->control);
 }
 
 /* The kept-stack exit when deque_take_begin left the take to finish. */
-static __attribute__((noinline)) void exit_keep_slow(struct worker *w,
-                                                     struct swarm_thread *t,
-                                                     int64_t b, int64_t top) {
-  struct swarm_thread *next = deque_take_end(&w->deque, b, top);
+static __attribute__((noinline)) void
+exit_keep_slow(struct worker *w, struct swarm_thread *t, int64_t b) {
+  struct swarm_thread *next = deque_take_end(&w->deque, b);
   if (!next && queue_count(&w->queue) != 0)
     next = ready_queue_pop(&w->queue, false);
   resume_publish(w, next, t);
@@ -277,10 +275,10 @@ static inline __attribute__((always_inline)) void
 exit_keep(struct worker *w, struct swarm_thread *t, void *result) {
   t->result = result;
   counter_inc(&w->stat_exited_pub);
-  int64_t b, top;
-  struct swarm_thread *next = deque_take_begin(&w->deque, &b, &top);
+  int64_t b;
+  struct swarm_thread *next = deque_take_begin(&w->deque, &b);
   if (unlikely(!next)) {
-    exit_keep_slow(w, t, b, top);
+    exit_keep_slow(w, t, b);
     return;
   }
   resume_publish(w, next, t);
