@@ -178,6 +178,7 @@ exit_switch_slow(struct worker *w, struct stack_ref dead,
 static inline __attribute__((always_inline)) void
 exit_switch(struct worker *w, struct stack_ref dead) {
   counter_inc(&w->stat_exited_pub);
+  w->stats.exit_runs_counted++; /* its resume counts itself in run */
   int64_t b;
   struct swarm_thread *next = deque_take_begin(&w->deque, &b);
   if (likely(next) && likely(stack_release_running(w, dead))) {
@@ -260,9 +261,27 @@ resume_publish(struct worker *w, struct swarm_thread *next,
   swarm_arch_resume_publish_tail(sp, w, &t->control);
 }
 
+/* resume_publish to a thread the deque gave (not NULL), its run not
+ * counted: stat_exited_pub, which exit_keep bumped, counts it (stats.c,
+ * worker_stats.run). */
+static inline __attribute__((always_inline)) void
+resume_publish_handoff(struct worker *w, struct swarm_thread *next,
+                       struct swarm_thread *t) {
+  w->current = next;
+  void *sp = next->sp;
+#ifdef SWARM_ASAN
+  const void *lo;
+  size_t size;
+  stack_bounds_of(w, next, &lo, &size);
+  __sanitizer_start_switch_fiber(NULL, lo, size); /* this fiber ends */
+#endif
+  swarm_arch_resume_publish_tail(sp, w, &t->control);
+}
+
 /* The kept-stack exit when deque_take_begin left the take to finish. */
 static __attribute__((noinline)) void
 exit_keep_slow(struct worker *w, struct swarm_thread *t, int64_t b) {
+  w->stats.exit_runs_counted++; /* resume_publish counts it */
   struct swarm_thread *next = deque_take_end(&w->deque, b);
   if (!next && queue_count(&w->queue) != 0)
     next = ready_queue_pop(&w->queue, false);
@@ -281,7 +300,7 @@ exit_keep(struct worker *w, struct swarm_thread *t, void *result) {
     exit_keep_slow(w, t, b);
     return;
   }
-  resume_publish(w, next, t);
+  resume_publish_handoff(w, next, t);
 }
 
 /* swarm_thread_finish for a thread with exit work (the hook may block): then
