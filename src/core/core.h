@@ -534,6 +534,18 @@ static inline bool control_cas(_Atomic uint64_t *p, uint64_t expected,
 #endif
 }
 
+/* *p > 0, a relaxed read (a hot path's test for idle workers). On x86-64
+ * a compare in memory, which GCC does not make of an atomic load. */
+static inline bool atomic_int_positive(_Atomic int *p) {
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+  bool gt;
+  __asm__ volatile("cmpl $0, %1" : "=@ccg"(gt) : "m"(*p));
+  return gt;
+#else
+  return atomic_load_explicit(p, memory_order_relaxed) > 0;
+#endif
+}
+
 /* A cache's count, owner-only: compared and advanced in memory. Compilers
  * keep a load, add and store around the compare otherwise (two more
  * instructions on the exit and join paths). */

@@ -457,8 +457,7 @@ static inline void *(*push_parent_early(struct worker *w,
     return after_push_parent;
   if (unlikely(pushed == DEQUE_PUSHED_INTO_EMPTY))
     atomic_thread_fence(memory_order_seq_cst); /* see the file comment */
-  if (unlikely(atomic_load_explicit(&swarm_rt.idle_workers,
-                                    memory_order_relaxed) > 0))
+  if (unlikely(atomic_int_positive(&swarm_rt.idle_workers)))
     return after_wake_idle;
   return NULL;
 }
