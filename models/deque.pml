@@ -87,20 +87,19 @@ active proctype owner() {
 #ifndef NO_TAKE_FENCE
      fence_seq_cst();             /* fence(seq_cst) */
 #endif
-     t = top;                     /* relaxed */
+     t = top;                     /* relaxed (deque_take_begin) */
      if
-     :: t <= b ->
-        x = my_slot[b % N];
+     :: t < b -> x = my_slot[b % N]
+     :: else ->
+        t = top;                  /* deque_take_end reads top again */
         if
         :: t == b ->              /* last item: CAS(top, t, t+1) */
+           x = my_slot[b % N];
            atomic { fence_seq_cst();
                     if :: top == t -> top = t + 1
                        :: else -> x = EMPTY fi }
-           my_bottom = b + 1; sb_bottom!(b + 1)
-        :: else -> skip
-        fi
-     :: else ->
-        x = EMPTY;
+        :: else -> x = EMPTY
+        fi;
         my_bottom = b + 1; sb_bottom!(b + 1)
      fi;
      record(x);

@@ -1,6 +1,6 @@
 /*
  * models/kept_stack.pml — the exit that keeps its stack (src/core/spawn.c:
- * user_thread_exit -> resume_publish -> swarm_arch_resume_publish) against
+ * swarm_thread_finish -> resume_publish -> swarm_arch_resume_publish) against
  * a joiner that reuses the stack at once (swarm_join's fast path puts the
  * descriptor, stack and all, in its cache; the next spawn runs on it),
  * checked with spin.

@@ -1,11 +1,11 @@
 /*
  * arch/context.h — the machine-dependent context switch, the whole interface
  * between the portable scheduler (core) and the CPU (PPL's "VP layer").
- * Seven functions, declared at the end. A port to a new CPU implements two of
+ * Eight functions, declared at the end. A port to a new CPU implements two of
  * them, swarm_arch_switch and swarm_arch_prepare, and nothing else in core
- * changes: start_generic.c builds the other five from those two. A back end
- * may implement any of the five directly to make a hot path shorter
- * (x86_64.S implements all seven; aarch64.S and portable.c, ucontext, the
+ * changes: start_generic.c builds the other six from those two. A back end
+ * may implement any of the six directly to make a hot path shorter
+ * (x86_64.S implements all eight; aarch64.S and portable.c, ucontext, the
  * two). The back end is chosen by CMake (-DSWARM_CONTEXT=asm|portable).
  *
  * Contract ("switch, then call", MassiveThreads / Go's gopark):
@@ -70,6 +70,14 @@
  *   path, without an entry function in between. start_generic.c builds it
  *   from swarm_arch_start, keeping fn, arg and finish at the stack's top.
  *
+ *   void *swarm_arch_spawn_core(void **save_sp, void *stack_top,
+ *                               void *(*fn)(void *), void *arg);
+ *
+ *   swarm_arch_spawn(save_sp, stack_top, fn, arg, swarm_thread_finish),
+ *   with core's thread end called by name: no pointer to pass in and keep
+ *   across fn (core's spawn; dist passes its own finish to
+ *   swarm_arch_spawn). start_generic.c builds it from swarm_arch_spawn.
+ *
  *   _Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),
  *                                    void *arg);
  *
@@ -78,25 +86,23 @@
  *   it as a switch with a scratch save slot.
  *
  *   _Noreturn void swarm_arch_resume_plain(void *new_sp, void *arg);
-_Noreturn void swarm_arch_resume_publish(
-    void *new_sp, void *arg, _Atomic uint64_t *word, uint64_t mask,
-    void (*notify)(void *arg, uint64_t old, _Atomic uint64_t *word));
  *
  *   swarm_arch_resume(new_sp, NULL, arg), without testing for an after
  *   step.
  *
  *   _Noreturn void swarm_arch_resume_publish(void *new_sp, void *arg,
- *                          _Atomic uint64_t *word, uint64_t mask,
- *                          void (*notify)(void *arg, uint64_t old,
- *                                         _Atomic uint64_t *word));
+ *                                            _Atomic uint64_t *word);
  *
  *   swarm_arch_resume_plain(new_sp, arg) for a context whose last act is to
  *   say it is done (the exit's fast path): once on the new stack, and only
  *   then, it adds 1 to *word (a fetch_add, acquire-release); if the value
- *   before, old, has a bit of mask set it calls notify(arg, old, word)
- *   there, on the new stack, before resuming. So whoever sees the add may
- *   reuse the old stack at once (core keeps an exited thread's stack with
- *   its descriptor until the join). start_generic.c builds it from
+ *   before, old, has a bit of SWARM_ARCH_PUBLISH_NOTIFY set it calls core's
+ *   swarm_thread_published(arg, old, word) there, on the new stack, before
+ *   resuming. So whoever sees the add may reuse the old stack at once
+ *   (core keeps an exited thread's stack with its descriptor until the
+ *   join). The mask and the notify are core's, fixed here so that the
+ *   exit's fast path passes neither (core.h asserts the mask is its
+ *   CTL_WAITER | CTL_DETACHED). start_generic.c builds it from
  *   swarm_arch_resume with an after step.
  *
  * All are called with the stack 16-byte aligned as the ABI says;
@@ -115,6 +121,10 @@ _Noreturn void swarm_arch_resume_publish(
 #ifndef SWARM_ARCH_CONTEXT_H
 #define SWARM_ARCH_CONTEXT_H
 
+/* swarm_arch_resume_publish's mask (an immediate in the assembly). */
+#define SWARM_ARCH_PUBLISH_NOTIFY 0xa
+
+#ifndef __ASSEMBLER__
 #include <stdint.h>
 
 void *swarm_arch_switch(void **save_sp, void *new_sp, void *(*after)(void *),
@@ -125,10 +135,19 @@ void *swarm_arch_start(void **save_sp, void *stack_top, void (*entry)(void *),
 _Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),
                                  void *arg);
 _Noreturn void swarm_arch_resume_plain(void *new_sp, void *arg);
-_Noreturn void swarm_arch_resume_publish(
-    void *new_sp, void *arg, _Atomic uint64_t *word, uint64_t mask,
-    void (*notify)(void *arg, uint64_t old, _Atomic uint64_t *word));
+_Noreturn void swarm_arch_resume_publish(void *new_sp, void *arg,
+                                         _Atomic uint64_t *word);
 void *swarm_arch_spawn(void **save_sp, void *stack_top, void *(*fn)(void *),
                        void *arg, void (*finish)(void *));
+void *swarm_arch_spawn_core(void **save_sp, void *stack_top,
+                            void *(*fn)(void *), void *arg);
+/* Core's (spawn.c), called by swarm_arch_spawn_core's fresh context with
+ * fn's result; never returns. */
+void swarm_thread_finish(void *result) __attribute__((visibility("hidden")));
+/* Core's (spawn.c), called by swarm_arch_resume_publish on the new stack
+ * when the add found a bit of SWARM_ARCH_PUBLISH_NOTIFY set. */
+void swarm_thread_published(void *arg, uint64_t old, _Atomic uint64_t *word)
+    __attribute__((visibility("hidden")));
+#endif /* __ASSEMBLER__ */
 
 #endif

@@ -1,10 +1,10 @@
 /*
  * arch/start_generic.c — swarm_arch_start, swarm_arch_spawn,
- * swarm_arch_resume, swarm_arch_resume_plain and swarm_arch_resume_publish
- * for back ends that implement
- * only swarm_arch_prepare and swarm_arch_switch (aarch64.S, portable.c):
- * prepare the fresh frame, then switch to it; switch with a save slot nobody
- * reads. x86_64.S has direct versions.
+ * swarm_arch_spawn_core, swarm_arch_resume, swarm_arch_resume_plain and
+ * swarm_arch_resume_publish for back ends that implement only
+ * swarm_arch_prepare and swarm_arch_switch (aarch64.S, portable.c): prepare the
+ * fresh frame, then switch to it; switch with a save slot nobody reads.
+ * x86_64.S has direct versions.
  */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -35,6 +35,16 @@ void *swarm_arch_spawn(void **save_sp, void *stack_top, void *(*fn)(void *),
   return swarm_arch_start(save_sp, r, spawn_entry, 0, r);
 }
 
+/* Weak: libswarm-dist links this file without core, and never calls
+ * swarm_arch_spawn_core or swarm_arch_resume_publish. */
+#pragma weak swarm_thread_finish
+#pragma weak swarm_thread_published
+
+void *swarm_arch_spawn_core(void **save_sp, void *stack_top,
+                            void *(*fn)(void *), void *arg) {
+  return swarm_arch_spawn(save_sp, stack_top, fn, arg, swarm_thread_finish);
+}
+
 void *swarm_arch_start(void **save_sp, void *stack_top, void (*entry)(void *),
                        void *(*after)(void *), void *arg) {
   return swarm_arch_switch(save_sp, swarm_arch_prepare(stack_top, entry), after,
@@ -58,21 +68,18 @@ _Noreturn void swarm_arch_resume(void *new_sp, void *(*after)(void *),
 struct publish_request {
   void *arg;
   _Atomic uint64_t *word;
-  uint64_t mask;
-  void (*notify)(void *arg, uint64_t old, _Atomic uint64_t *word);
 };
 
 static void *publish_after(void *p) {
   struct publish_request r = *(struct publish_request *)p;
   uint64_t old = atomic_fetch_add_explicit(r.word, 1, memory_order_acq_rel);
-  if (old & r.mask)
-    r.notify(r.arg, old, r.word);
+  if (old & SWARM_ARCH_PUBLISH_NOTIFY)
+    swarm_thread_published(r.arg, old, r.word);
   return r.arg;
 }
 
-_Noreturn void swarm_arch_resume_publish(
-    void *new_sp, void *arg, _Atomic uint64_t *word, uint64_t mask,
-    void (*notify)(void *arg, uint64_t old, _Atomic uint64_t *word)) {
-  struct publish_request r = {arg, word, mask, notify};
+_Noreturn void swarm_arch_resume_publish(void *new_sp, void *arg,
+                                         _Atomic uint64_t *word) {
+  struct publish_request r = {arg, word};
   swarm_arch_resume(new_sp, publish_after, &r);
 }

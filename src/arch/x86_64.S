@@ -1,6 +1,6 @@
 /*
  * arch/x86_64.S — context switch for x86-64 (System V ABI). Implements the
- * contract in arch/context.h (all seven functions): save callee-saved registers (rbp, rbx, r12-r15)
+ * contract in arch/context.h (all eight functions): save callee-saved registers (rbp, rbx, r12-r15)
  * and the FP control state (MXCSR control bits, x87 control word), switch
  * stacks, call `after(arg)` on the new stack, restore, return.
  *
@@ -19,6 +19,15 @@
  * swarm_arch_start the store of the saved stack pointer is the last write
  * to the outgoing stack; x86-64 stores are release stores.
  */
+#include "arch/context.h" /* SWARM_ARCH_PUBLISH_NOTIFY */
+
+/* Core's, called by name (context.h). Weak: libswarm-dist links this file
+ * without core, and never calls what calls them. */
+        .weak   swarm_thread_finish
+        .hidden swarm_thread_finish
+        .weak   swarm_thread_published
+        .hidden swarm_thread_published
+
 /* Saves the running context's callee-saved registers and FP control state
  * on its stack (the frame described above, minus the return address the
  * call already pushed). */
@@ -87,12 +96,12 @@ swarm_arch_resume_plain:
         jmp     5f
 
 /* _Noreturn void swarm_arch_resume_publish(void *new_sp (rdi), void *arg (rsi),
- *         _Atomic uint64_t *word (rdx), uint64_t mask (rcx),
- *         void (*notify)(void *arg, uint64_t old, _Atomic uint64_t *word) (r8))
+ *                                          _Atomic uint64_t *word (rdx))
  * The exit's fast path, so it falls through into the restore: off the old
  * stack first, then the locked add (a full barrier on x86-64), then
- * swarm_arch_resume_plain's check and restore. notify runs at the resumed
- * frame's stack pointer (16-byte aligned), like an after step; the resumed
+ * swarm_arch_resume_plain's check and restore. Core's notify,
+ * swarm_thread_published(arg, old, word), runs at the resumed frame's
+ * stack pointer (16-byte aligned), like an after step; the resumed
  * context's callee-saved registers are popped afterwards, so rbx may carry
  * arg across the call. */
         .globl  swarm_arch_resume_publish
@@ -101,7 +110,7 @@ swarm_arch_resume_publish:
         movq    %rdi, %rsp
         movl    $1, %eax
         lock xaddq %rax, (%rdx)
-        testq   %rcx, %rax
+        testb   $SWARM_ARCH_PUBLISH_NOTIFY, %al
         jnz     4f
         movq    %rsi, %rax
 5:
@@ -131,7 +140,7 @@ swarm_arch_resume_publish:
         movq    %rsi, %rbx
         movq    %rsi, %rdi
         movq    %rax, %rsi
-        call    *%r8
+        call    swarm_thread_published /* hidden: a direct call */
         movq    %rbx, %rax
         jmp     5b
         .cfi_endproc
@@ -234,6 +243,29 @@ swarm_arch_spawn:
         ud2                         /* finish must not return */
         .cfi_endproc
         .size   swarm_arch_spawn, .-swarm_arch_spawn
+
+        .globl  swarm_arch_spawn_core
+        .hidden swarm_arch_spawn_core
+        .type   swarm_arch_spawn_core, @function
+        .p2align 4
+/* void *swarm_arch_spawn_core(void **save_sp (rdi), void *stack_top (rsi),
+ *                             void *(*fn)(void *) (rdx), void *arg (rcx))
+ * swarm_arch_spawn with core's swarm_thread_finish called by name: nothing
+ * to pass in or keep across fn (two instructions fewer per spawn). */
+swarm_arch_spawn_core:
+        .cfi_startproc
+        SAVE_CONTEXT
+        movq    %rsp, (%rdi)        /* published last (PUBLISH_LAST) */
+        movq    %rsi, %rsp          /* the fresh stack; 16-byte aligned */
+        .cfi_undefined rip          /* the new context's bottom frame */
+        movq    %rcx, %rdi
+        xorl    %ebp, %ebp          /* frame-pointer walks end here too */
+        call    *%rdx
+        movq    %rax, %rdi
+        call    swarm_thread_finish /* hidden: a direct call */
+        ud2                         /* it never returns */
+        .cfi_endproc
+        .size   swarm_arch_spawn_core, .-swarm_arch_spawn_core
 
         .globl  swarm_arch_prepare
         .hidden swarm_arch_prepare

@@ -170,7 +170,11 @@ struct cache_list {
 };
 
 struct worker_stats { /* written by the owner only */
-  uint64_t run;       /* resumes; a thread's first run is in stat_spawned_pub */
+  /* resumes, but for the exit's fast hand-off (exit_keep), counted as
+   * stat_exited_pub - exit_runs_counted; a thread's first run is in
+   * stat_spawned_pub (stats.c sums the three) */
+  uint64_t run;
+  uint64_t exit_runs_counted; /* exits that counted their resume in run */
   uint64_t steals_tried;
   uint64_t steals_ok;
   uint64_t parks;
@@ -503,11 +507,61 @@ void ready_queue_push(struct ready_queue *q, struct swarm_thread *t);
 struct swarm_thread *ready_queue_pop(struct ready_queue *q, bool unpinned_only);
 void worker_wake(struct worker *w);
 
+/* *p == v, read with acquire order (join's fast path). On x86-64 a
+ * compare in memory, which GCC does not make of an atomic load; the asm is
+ * a compiler barrier, so what the caller reads after stays after. */
+static inline bool control_is(_Atomic uint64_t *p, uint64_t v) {
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+  bool eq;
+  __asm__ volatile("cmpq %2, %1" : "=@cce"(eq) : "m"(*p), "r"(v) : "memory");
+  return eq;
+#else
+  return atomic_load_explicit(p, memory_order_acquire) == v;
+#endif
+}
+
+/* CAS of *p from `expected` to `desired` (relaxed; a full barrier on
+ * x86-64). There the lock cmpxchg addresses the word itself: GCC's builtin
+ * computes its address into a register first. */
+static inline bool control_cas(_Atomic uint64_t *p, uint64_t expected,
+                               uint64_t desired) {
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+  bool ok;
+  __asm__ volatile("lock cmpxchgq %3, %1"
+                   : "=@ccz"(ok), "+m"(*p), "+a"(expected)
+                   : "r"(desired)
+                   : "memory");
+  return ok;
+#else
+  return atomic_compare_exchange_strong_explicit(
+      p, &expected, desired, memory_order_relaxed, memory_order_relaxed);
+#endif
+}
+
+/* *p > 0, a relaxed read (a hot path's test for idle workers). On x86-64
+ * a compare in memory, which GCC does not make of an atomic load. */
+static inline bool atomic_int_positive(_Atomic int *p) {
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+  bool gt;
+  __asm__ volatile("cmpl $0, %1" : "=@ccg"(gt) : "m"(*p));
+  return gt;
+#else
+  return atomic_load_explicit(p, memory_order_relaxed) > 0;
+#endif
+}
+
 /* A cache's count, owner-only: compared and advanced in memory. Compilers
  * keep a load, add and store around the compare otherwise (two more
  * instructions on the exit and join paths). */
 static inline bool cache_count_below(const uint32_t *count, uint32_t max) {
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+  /* The volatile read below still gave a load and a register compare. */
+  bool below;
+  __asm__("cmpl %2, %1" : "=@ccb"(below) : "m"(*count), "ir"(max));
+  return below;
+#else
   return *(const volatile uint32_t *)count < max;
+#endif
 }
 static inline void cache_count_inc(uint32_t *count) {
 #if defined(__x86_64__)

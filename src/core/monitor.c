@@ -23,7 +23,8 @@
  * workers run CPU-bound threads.
  *      * progress: a worker that is awake, has threads queued (deque or
  *        ready queue) and has not switched to any thread (stats.run, which
- *        the owner bumps at every switch, unchanged) for MONITOR_STALL_TICKS
+ *        the owner bumps at every switch but the exit's fast hand-off, with
+ *        its spawns and exits, unchanged) for MONITOR_STALL_TICKS
  *        ticks is stalled. Its due timers are fired from here.
  *  - If some worker is stalled, the monitor wakes a sleeping worker (it
  *    steals the queued threads), or, when none sleeps, activates a spare
@@ -240,11 +241,13 @@ static bool monitor_tick(const struct swarm_io_hooks *io, uint64_t now) {
       continue;
     if (io && !spare && io->poll_stale(w, now, MONITOR_IO_STALE_NS) > 0)
       busy = io_readied = true;
-    /* stats.run (resumes) and spawns (first runs): written by the owner
-     * only, read here approximately. */
+    /* stats.run (resumes), spawns (first runs) and exits (whose fast
+     * hand-off is not in stats.run): written by the owner only, read here
+     * approximately. */
     uint64_t run =
         __atomic_load_n(&w->stats.run, __ATOMIC_RELAXED) +
-        atomic_load_explicit(&w->stat_spawned_pub, memory_order_relaxed);
+        atomic_load_explicit(&w->stat_spawned_pub, memory_order_relaxed) +
+        atomic_load_explicit(&w->stat_exited_pub, memory_order_relaxed);
     bool awake = spare || !atomic_load(&w->sleeping);
     if (awake && run == w->monitor_seen_run) {
       if (w->monitor_stalled < UINT32_MAX)

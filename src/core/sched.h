@@ -150,8 +150,7 @@ void queue_push_and_wake(struct worker *target, struct swarm_thread *t,
 void make_runnable_slow(struct worker *w, struct swarm_thread *t);
 
 static inline void wake_if_idle(struct worker *w) {
-  if (unlikely(atomic_load_explicit(&swarm_rt.idle_workers,
-                                    memory_order_relaxed) > 0))
+  if (unlikely(atomic_int_positive(&swarm_rt.idle_workers)))
     wake_one(w);
 }
 

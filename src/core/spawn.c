@@ -16,7 +16,7 @@
  *    with a stack (the one its last thread kept, or one from the stack
  *    cache), the parent pushed before the switch (push_parent_early, with
  *    a back end that publishes the saved stack pointer last), the child's
- *    function called straight on its fresh stack (swarm_arch_spawn).
+ *    function called straight on its fresh stack (swarm_arch_spawn_core).
  *
  *  - Kept stacks. An exiting thread leaves its stack on its descriptor,
  *    where the next spawn that takes the descriptor from a cache finds it
@@ -24,7 +24,7 @@
  *    Since the joiner may then reuse the stack at once, on any worker, the
  *    exit publishes EXITED only once off it: swarm_arch_resume_publish
  *    moves to the next thread's stack, adds EXITED there, and runs the
- *    joiner's wake-up or the detached release (exit_notify_published) on
+ *    joiner's wake-up or the detached release (swarm_thread_published) on
  *    that stack. How many kept stacks wait for a join is bounded per worker
  *    (worker.stack_keep_room); past it, and on traced or ASan builds, the
  *    exit gives its stack back itself, as before: into the worker's cache
@@ -93,10 +93,8 @@ void *after_main_exit_traced(void *arg) {
 
 /* ---- thread start and exit ---- */
 
-static void user_thread_exit(void *result);
-
 /* Where a thread made by swarm_spawn starts when it is not started by
- * swarm_arch_spawn (an after step, a spawn from a non-worker, ASan). */
+ * swarm_arch_spawn_core (an after step, a spawn from a non-worker, ASan). */
 static void thread_entry(void *transfer) {
 #ifdef SWARM_ASAN
   __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
@@ -104,7 +102,7 @@ static void thread_entry(void *transfer) {
   struct worker *w = transfer;
   struct swarm_thread *t = w->current;
   os_errno_set(0);
-  user_thread_exit(t->fn(t->arg));
+  swarm_thread_finish(t->fn(t->arg));
   __builtin_unreachable();
 }
 
@@ -160,9 +158,9 @@ static inline uint64_t exit_publish(struct swarm_thread *t, void *result) {
  * it). */
 static __attribute__((noinline)) void
 exit_switch_slow(struct worker *w, struct stack_ref dead,
-                 struct swarm_thread *next, int64_t b, int64_t t) {
+                 struct swarm_thread *next, int64_t b) {
   if (!next)
-    next = deque_take_end(&w->deque, b, t);
+    next = deque_take_end(&w->deque, b);
   if (!next && queue_count(&w->queue) != 0)
     next = ready_queue_pop(&w->queue, false);
   void *(*after)(void *) = w->after_exit;
@@ -181,13 +179,14 @@ exit_switch_slow(struct worker *w, struct stack_ref dead,
 static inline __attribute__((always_inline)) void
 exit_switch(struct worker *w, struct stack_ref dead) {
   counter_inc(&w->stat_exited_pub);
-  int64_t b, t;
-  struct swarm_thread *next = deque_take_begin(&w->deque, &b, &t);
+  w->stats.exit_runs_counted++; /* its resume counts itself in run */
+  int64_t b;
+  struct swarm_thread *next = deque_take_begin(&w->deque, &b);
   if (likely(next) && likely(stack_release_running(w, dead))) {
     resume_plain_tail(w, next);
     return;
   }
-  exit_switch_slow(w, dead, next, b, t);
+  exit_switch_slow(w, dead, next, b);
 }
 
 /* A published exit with a joiner to wake or a detached descriptor to
@@ -223,7 +222,7 @@ user_thread_exit_release(struct worker *w, struct swarm_thread *t,
   exit_switch(w, dead);
 }
 
-/* user_thread_exit past the room for kept stacks: gives back the one it
+/* swarm_thread_finish past the room for kept stacks: gives back the one it
  * took. */
 static __attribute__((noinline)) void
 user_thread_exit_unkept(struct worker *w, struct swarm_thread *t,
@@ -234,11 +233,12 @@ user_thread_exit_unkept(struct worker *w, struct swarm_thread *t,
 
 /* ---- the exit that keeps its stack ---- */
 
-/* The kept-stack exit's notify (arch/context.h: swarm_arch_resume_publish):
- * on the next context's stack, once the add of EXITED found a joiner
- * parked or the thread detached. */
-static void exit_notify_published(void *arg, uint64_t old,
-                                  _Atomic uint64_t *word) {
+/* The kept-stack exit's notify (arch/context.h: swarm_arch_resume_publish
+ * calls it by name): on the next context's stack, once the add of EXITED
+ * found a joiner parked or the thread detached. */
+_Static_assert(SWARM_ARCH_PUBLISH_NOTIFY == (CTL_WAITER | CTL_DETACHED),
+               "swarm_arch_resume_publish tests core's notify bits");
+void swarm_thread_published(void *arg, uint64_t old, _Atomic uint64_t *word) {
   struct swarm_thread *t =
       (struct swarm_thread *)((char *)word -
                               offsetof(struct swarm_thread, control));
@@ -248,9 +248,8 @@ static void exit_notify_published(void *arg, uint64_t old,
 /* swarm_arch_resume_publish, declared so that a call to it in tail position
  * is a jump (see resume_plain_tail). */
 void swarm_arch_resume_publish_tail(
-    void *new_sp, void *arg, _Atomic uint64_t *word, uint64_t mask,
-    void (*notify)(void *, uint64_t,
-                   _Atomic uint64_t *)) __asm__("swarm_arch_resume_publish")
+    void *new_sp, void *arg,
+    _Atomic uint64_t *word) __asm__("swarm_arch_resume_publish")
     __attribute__((visibility("hidden")));
 
 /* Leaves t, whose result is stored and whose stack stays on its
@@ -260,15 +259,31 @@ static inline __attribute__((always_inline)) void
 resume_publish(struct worker *w, struct swarm_thread *next,
                struct swarm_thread *t) {
   void *sp = enter_next_ending(w, next);
-  swarm_arch_resume_publish_tail(sp, w, &t->control, CTL_WAITER | CTL_DETACHED,
-                                 exit_notify_published);
+  swarm_arch_resume_publish_tail(sp, w, &t->control);
+}
+
+/* resume_publish to a thread the deque gave (not NULL), its run not
+ * counted: stat_exited_pub, which exit_keep bumped, counts it (stats.c,
+ * worker_stats.run). */
+static inline __attribute__((always_inline)) void
+resume_publish_handoff(struct worker *w, struct swarm_thread *next,
+                       struct swarm_thread *t) {
+  w->current = next;
+  void *sp = next->sp;
+#ifdef SWARM_ASAN
+  const void *lo;
+  size_t size;
+  stack_bounds_of(w, next, &lo, &size);
+  __sanitizer_start_switch_fiber(NULL, lo, size); /* this fiber ends */
+#endif
+  swarm_arch_resume_publish_tail(sp, w, &t->control);
 }
 
 /* The kept-stack exit when deque_take_begin left the take to finish. */
-static __attribute__((noinline)) void exit_keep_slow(struct worker *w,
-                                                     struct swarm_thread *t,
-                                                     int64_t b, int64_t top) {
-  struct swarm_thread *next = deque_take_end(&w->deque, b, top);
+static __attribute__((noinline)) void
+exit_keep_slow(struct worker *w, struct swarm_thread *t, int64_t b) {
+  w->stats.exit_runs_counted++; /* resume_publish counts it */
+  struct swarm_thread *next = deque_take_end(&w->deque, b);
   if (!next && queue_count(&w->queue) != 0)
     next = ready_queue_pop(&w->queue, false);
   resume_publish(w, next, t);
@@ -280,16 +295,16 @@ static inline __attribute__((always_inline)) void
 exit_keep(struct worker *w, struct swarm_thread *t, void *result) {
   t->result = result;
   counter_inc(&w->stat_exited_pub);
-  int64_t b, top;
-  struct swarm_thread *next = deque_take_begin(&w->deque, &b, &top);
+  int64_t b;
+  struct swarm_thread *next = deque_take_begin(&w->deque, &b);
   if (unlikely(!next)) {
-    exit_keep_slow(w, t, b, top);
+    exit_keep_slow(w, t, b);
     return;
   }
-  resume_publish(w, next, t);
+  resume_publish_handoff(w, next, t);
 }
 
-/* user_thread_exit for a thread with exit work (the hook may block): then
+/* swarm_thread_finish for a thread with exit work (the hook may block): then
  * as a thread without. */
 static __attribute__((noinline)) void
 user_thread_exit_slow(struct swarm_thread *t, void *result) {
@@ -306,13 +321,13 @@ user_thread_exit_slow(struct swarm_thread *t, void *result) {
   exit_keep(w, t, result);
 }
 
-/* The end of every thread made by swarm_spawn (swarm_arch_spawn calls it
+/* The end of every thread made by swarm_spawn (swarm_arch_spawn_core calls it
  * with fn's result; thread_entry, swarm_exit). Never returns (see
  * resume_plain_tail for why it is not declared so). The common case keeps
  * the stack on the descriptor for the next spawn that takes it (see
  * spawn_bind_stack) and touches no cache: it stores the result, takes the
  * next thread and leaves, publishing EXITED from the next stack. */
-static __attribute__((noinline)) void user_thread_exit(void *result) {
+__attribute__((noinline)) void swarm_thread_finish(void *result) {
   struct worker *w = worker_current();
   struct swarm_thread *t = w->current;
   if (unlikely(thread_has_exit_work(t))) {
@@ -353,7 +368,7 @@ _Noreturn void swarm_exit(void *result) {
     main_thread_finish(t, result);
   if (t->kind == THREAD_INLINE)
     inline_exit(t, result); /* back to its spawn point */
-  user_thread_exit(result);
+  swarm_thread_finish(result);
   __builtin_unreachable();
 }
 
@@ -374,7 +389,7 @@ static void thread_init(struct swarm_thread *t, void *(*fn)(void *),
 }
 
 /* Gives t a stack of `size` (w may be NULL): the one its last thread left
- * on it (user_thread_exit), which gives back one of the room for kept
+ * on it (swarm_thread_finish), which gives back one of the room for kept
  * stacks, or a stack from the cache; one of another size is released. 0 or
  * EAGAIN. */
 static inline int spawn_bind_stack(struct worker *w, struct swarm_thread *t,
@@ -445,8 +460,7 @@ static inline void *(*push_parent_early(struct worker *w,
     return after_push_parent;
   if (unlikely(pushed == DEQUE_PUSHED_INTO_EMPTY))
     atomic_thread_fence(memory_order_seq_cst); /* see the file comment */
-  if (unlikely(atomic_load_explicit(&swarm_rt.idle_workers,
-                                    memory_order_relaxed) > 0))
+  if (unlikely(atomic_int_positive(&swarm_rt.idle_workers)))
     return after_wake_idle;
   return NULL;
 }
@@ -476,8 +490,7 @@ spawn_run(struct worker *w, struct swarm_thread *t, swarm_thread_t *out,
   __sanitizer_start_switch_fiber(&fake, t->stack.lo, t->stack.size);
 #else
   if (likely(!after)) /* fn runs straight on the fresh stack */
-    w = swarm_arch_spawn(&parent->sp, thread_stack_top(t->stack), fn, arg,
-                         user_thread_exit);
+    w = swarm_arch_spawn_core(&parent->sp, thread_stack_top(t->stack), fn, arg);
   else
 #endif
   {

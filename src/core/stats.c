@@ -29,9 +29,13 @@
 static void worker_counters(struct worker *w, swarm_stats_t *s) {
   s->threads_spawned =
       atomic_load_explicit(&w->stat_spawned_pub, memory_order_relaxed);
-  /* A work-first spawn runs its child at once without counting a run. */
+  /* A work-first spawn runs its child at once without counting a run, and
+   * the exit's fast hand-off to the next thread does not count one either:
+   * exits less those that counted theirs (worker_stats.run). */
   s->threads_run =
-      __atomic_load_n(&w->stats.run, __ATOMIC_RELAXED) + s->threads_spawned;
+      __atomic_load_n(&w->stats.run, __ATOMIC_RELAXED) + s->threads_spawned +
+      atomic_load_explicit(&w->stat_exited_pub, memory_order_relaxed) -
+      __atomic_load_n(&w->stats.exit_runs_counted, __ATOMIC_RELAXED);
   s->steals_tried = __atomic_load_n(&w->stats.steals_tried, __ATOMIC_RELAXED);
   s->steals_succeeded = __atomic_load_n(&w->stats.steals_ok, __ATOMIC_RELAXED);
   s->parks = __atomic_load_n(&w->stats.parks, __ATOMIC_RELAXED);

@@ -356,16 +356,14 @@ int swarm_join(swarm_thread_t h, void **result) {
    * One CAS both claims it and retires the descriptor (the next generation);
    * the result is read before (acquire: the exit's release published it). */
   struct swarm_thread *t = desc_lookup(h);
-  uint64_t c = atomic_load_explicit(&t->control, memory_order_acquire);
+  uint64_t c = h + CTL_EXITED;
   uint64_t next;
   /* A handle of the last generation goes the general way (desc_release
    * retires its slot): the add's carry is the test, one branch. */
-  if (likely(c == h + CTL_EXITED) && likely(!(h & CTL_FLAGS)) &&
+  if (likely(control_is(&t->control, c)) && likely(!(h & CTL_FLAGS)) &&
       likely(!__builtin_add_overflow(h, CTL_GEN_STEP, &next))) {
     void *r = t->result;
-    if (likely(atomic_compare_exchange_strong_explicit(&t->control, &c, next,
-                                                       memory_order_relaxed,
-                                                       memory_order_relaxed))) {
+    if (likely(control_cas(&t->control, c, next))) {
       if (result)
         *result = r;
       desc_cache_put(worker_current(), t);
