@@ -231,7 +231,7 @@ static void rw_spin(swarm_rwlock_t *rw, bool writer, int *spins) {
 
 /* What one waiting thread carries between its attempts. */
 struct rw_attempt {
-  bool writer, awoke, requeue;
+  bool writer, requeue;
   int spins;
   uint64_t since; /* when it first queued */
   uint64_t deadline;
@@ -298,60 +298,76 @@ static int rw_queue_and_park(swarm_rwlock_t *rw, struct swarm_thread *self,
   return sync_wait_park(&w);
 }
 
+/* Takes the lock word and tries to enter. Returns the answer (0, EAGAIN,
+ * EDEADLK, EBUSY for a try) with the lock word released, or -1 with it
+ * held when the caller must wait. `woken`: an unlock woke us to try. */
+static inline int rw_attempt(swarm_rwlock_t *rw, struct swarm_thread *self,
+                             bool writer, bool try, bool woken) {
+  rw_queue_lock(rw);
+  if (woken)
+    rw->woken_--; /* this attempt is the turn woken_ counted for us */
+  /* Ghost writers would hold this reader back with nobody to grant. */
+  sync_queue_drop_ghosts(sync_queue_of(&rw->head_), ghost_gone);
+  int r;
+  if (rw->writer_ && sync_same_owner(rw->writer_, self))
+    r = try ? EBUSY : EDEADLK; /* a try never deadlocks (as NPTL) */
+  else if (rw->handoff_ && writer && rw->head_)
+    r = try ? EBUSY : -1; /* no barging past a starving waiter */
+  else if ((r = rw_enter(rw, writer, (uint64_t)(uintptr_t)self)) < 0 && try)
+    r = EBUSY;
+  if (r >= 0)
+    sync_spin_unlock(&rw->lock_);
+  return r;
+}
+
+/* Called with the lock word held, after a failed first attempt. */
+static __attribute__((noinline)) int
+rw_lock_slow(swarm_rwlock_t *rw, struct swarm_thread *self, bool writer,
+             int clock, const struct timespec *abstime) {
+  struct rw_attempt a = {writer, false, 0, 0, 0};
+  /* Spinning only pays when a holder can be running on another worker. */
+  int spins0 = swarm_num_workers() < 2 ? RW_SPINS : 0;
+  a.spins = spins0;
+  if (abstime) {
+    bool expired = false;
+    int r = sync_deadline(clock, abstime, &a.deadline, &expired);
+    if (r || expired) {
+      sync_spin_unlock(&rw->lock_);
+      return r ? r : ETIMEDOUT;
+    }
+  }
+  for (;;) {
+    int r = 0;
+    if (a.spins < RW_SPINS && !rw->asleep_ && !rw->handoff_) {
+      sync_spin_unlock(&rw->lock_);
+      rw_spin(rw, writer, &a.spins);
+    } else {
+      r = rw_queue_and_park(rw, self, &a);
+      if (r == 0) {
+        __atomic_fetch_sub(&rw->asleep_, 1, __ATOMIC_RELAXED);
+        return 0; /* granted: rw_wake made us a holder */
+      }
+      if (r != RW_RETRY)
+        return r; /* ETIMEDOUT, ENOMEM */
+      a.spins = spins0;
+    }
+    bool woken = r == RW_RETRY;
+    if (woken)
+      a.requeue = true;
+    if ((r = rw_attempt(rw, self, writer, false, woken)) >= 0)
+      return r;
+  }
+}
+
 static int rw_lock(swarm_rwlock_t *rw, bool writer, bool try, int clock,
                    const struct timespec *abstime) {
   if (!rw)
     return EINVAL;
   struct swarm_thread *self = sync_self();
-  uint64_t me = (uint64_t)(uintptr_t)self;
-  struct rw_attempt a = {writer, false, false, 0, 0, 0};
-  /* Spinning only pays when a holder can be running on another worker. */
-  if (try || swarm_num_workers() < 2)
-    a.spins = RW_SPINS;
-  bool timed = abstime != NULL;
-  for (;;) {
-    rw_queue_lock(rw);
-    if (a.awoke) {
-      rw->woken_--; /* our attempt, which covered the turn, is this one */
-      a.awoke = false;
-    }
-    /* Ghost writers would hold this reader back with nobody to grant. */
-    sync_queue_drop_ghosts(sync_queue_of(&rw->head_), ghost_gone);
-    if (rw->writer_ && sync_same_owner(rw->writer_, self)) {
-      sync_spin_unlock(&rw->lock_);
-      return try ? EBUSY : EDEADLK; /* a try never deadlocks (as NPTL) */
-    }
-    int r =
-        (rw->handoff_ && writer && rw->head_) ? -1 : rw_enter(rw, writer, me);
-    if (r >= 0 || try) {
-      sync_spin_unlock(&rw->lock_);
-      return r >= 0 ? r : EBUSY;
-    }
-    if (timed) {
-      bool expired = false;
-      timed = false;
-      if ((r = sync_deadline(clock, abstime, &a.deadline, &expired)) ||
-          expired) {
-        sync_spin_unlock(&rw->lock_);
-        return r ? r : ETIMEDOUT;
-      }
-    }
-    if (a.spins < RW_SPINS && !rw->asleep_ && !rw->handoff_) {
-      sync_spin_unlock(&rw->lock_);
-      rw_spin(rw, writer, &a.spins);
-      continue;
-    }
-    r = rw_queue_and_park(rw, self, &a);
-    if (r == 0) {
-      __atomic_fetch_sub(&rw->asleep_, 1, __ATOMIC_RELAXED);
-      return 0; /* granted: rw_wake made us a holder */
-    }
-    if (r != RW_RETRY)
-      return r; /* ETIMEDOUT, ENOMEM */
-    a.awoke = true;
-    a.requeue = true;
-    a.spins = swarm_num_workers() < 2 ? RW_SPINS : 0;
-  }
+  int r = rw_attempt(rw, self, writer, try, false);
+  if (likely(r >= 0))
+    return r;
+  return rw_lock_slow(rw, self, writer, clock, abstime);
 }
 
 int swarm_rwlock_rdlock(swarm_rwlock_t *rw) {
