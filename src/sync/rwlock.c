@@ -407,6 +407,8 @@ static __thread uint64_t rw_slice_start_ns
     __attribute__((tls_model("initial-exec")));
 
 static __attribute__((noinline)) void rw_slice_check(void) {
+  if (!worker_current())
+    return; /* a kernel thread that is not a worker: the kernel slices */
   uint64_t now = sync_now_ns();
   if (now - rw_slice_start_ns < RW_SLICE_NS)
     return;
