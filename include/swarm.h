@@ -373,13 +373,14 @@ typedef struct swarm_rwlock {
   void *head_;       /* waiter queue */
   void *tail_;
   uint32_t writers_waiting_;
-  uint32_t pad0_;
-  uint64_t pad1_;
+  uint32_t asleep_;   /* holders admitted while parked, not yet run */
+  uint32_t woken_;    /* waiters readied to compete, not yet run */
+  uint32_t handoff_;  /* a waiter starves: unlock hands the lock over */
   uint32_t kind_; /* SWARM_RWLOCK_*; at the offset glibc keeps its flags */
-  uint32_t pad2_;
+  uint32_t pad2_; /* zero (the drop-in's process-shared mark) */
 } swarm_rwlock_t;
 
-#define SWARM_RWLOCK_INITIALIZER {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define SWARM_RWLOCK_INITIALIZER {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 int swarm_rwlock_init(swarm_rwlock_t *rw, int kind); /* EINVAL: bad kind */
 int swarm_rwlock_destroy(swarm_rwlock_t *rw);        /* EBUSY while held */

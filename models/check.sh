@@ -64,5 +64,12 @@ run early_push.pml fail -DWRITE_AFTER
 run kept_stack.pml pass
 run kept_stack.pml fail -DPUBLISH_ON_S
 
+# Who lets a rwlock waiter in (sync/rwlock.c: rw_wake, woken_, handoff_).
+run rwlock_wake.pml pass
+run rwlock_wake.pml pass -DPREFER_WRITER
+run rwlock_wake.pml fail -DPREFER_WRITER -DOLD_GRANT
+run rwlock_wake.pml fail -DPREFER_WRITER -DNO_WAKE_AFTER_QUEUE
+run rwlock_wake.pml fail -DNO_WOKEN_DEC
+
 [ $fail = 0 ] && echo "check-models: all models behave as expected"
 exit $fail

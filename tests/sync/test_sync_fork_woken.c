@@ -3,12 +3,16 @@
  * and the mutex's "a waiter is awake" flag (M_WOKEN) is still set for it.
  * The child's own waiter must still be woken by the next unlock, and the
  * free mutex must destroy with 0 (not EBUSY). Without the era check the
- * child hangs (the alarm fails it). Run with the worker count as argument:
+ * child hangs (the alarm fails it). With "rwlock" as second argument the
+ * same for swarm_rwlock (sync/rwlock.c, "Fork"): a write holder's unlock
+ * wakes a queued reader, and the lock's count of woken waiters not yet run
+ * (woken_) counts the ghost. Run with the worker count as argument:
  * a spinning thread keeps each other worker busy so that the readied
  * waiter can run only on the forking thread's worker, after the fork. */
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +22,29 @@
 #define MISSED 3   /* child's status: the waiter ran before the fork */
 
 static swarm_mutex_t m = SWARM_MUTEX_INITIALIZER;
+static swarm_rwlock_t rw = SWARM_RWLOCK_INITIALIZER;
+static bool use_rw; /* the rwlock, not the mutex */
+
+/* The holder's lock (a mutex, or the rwlock for writing) and the waiter's
+ * (the mutex, or the rwlock for reading); one unlock and destroy. */
+static int hold(void) {
+  return use_rw ? swarm_rwlock_wrlock(&rw) : swarm_mutex_lock(&m);
+}
+static int wait_lock(void) {
+  return use_rw ? swarm_rwlock_rdlock(&rw) : swarm_mutex_lock(&m);
+}
+static int release(void) {
+  return use_rw ? swarm_rwlock_unlock(&rw) : swarm_mutex_unlock(&m);
+}
+static int destroy_lock(void) {
+  return use_rw ? swarm_rwlock_destroy(&rw) : swarm_mutex_destroy(&m);
+}
+/* The readied waiter's mark that a ghost leaves. */
+static bool ghost_mark_set(void) {
+  if (use_rw)
+    return atomic_load((_Atomic uint32_t *)&rw.woken_) == 1;
+  return atomic_load((_Atomic uint32_t *)&m.state_) & M_WOKEN;
+}
 static _Atomic int started, took, stop, spinning;
 
 static void *spinner(void *a) {
@@ -31,9 +58,9 @@ static void *spinner(void *a) {
 static void *locker(void *a) {
   (void)a;
   atomic_store(&started, 1);
-  CHECK_EQ(swarm_mutex_lock(&m), 0);
+  CHECK_EQ(wait_lock(), 0);
   atomic_store(&took, 1);
-  CHECK_EQ(swarm_mutex_unlock(&m), 0);
+  CHECK_EQ(release(), 0);
   return NULL;
 }
 
@@ -52,19 +79,19 @@ static void child(bool destroy) {
   alarm(20);
   if (atomic_load(&took))
     _exit(MISSED);
-  /* The case is set up: the flag is the ghost's. */
-  CHECK(atomic_load((_Atomic uint32_t *)&m.state_) & M_WOKEN);
+  /* The case is set up: the mark is the ghost's. */
+  CHECK(ghost_mark_set());
   if (destroy) {
-    CHECK_EQ(swarm_mutex_destroy(&m), 0);
+    CHECK_EQ(destroy_lock(), 0);
     _exit(0);
   }
-  CHECK_EQ(swarm_mutex_lock(&m), 0);
+  CHECK_EQ(hold(), 0);
   swarm_thread_t t = queue_locker();
   CHECK(!atomic_load(&took));
-  CHECK_EQ(swarm_mutex_unlock(&m), 0); /* must wake t */
+  CHECK_EQ(release(), 0); /* must wake t */
   CHECK_EQ(swarm_join(t, NULL), 0);
   CHECK(atomic_load(&took));
-  CHECK_EQ(swarm_mutex_destroy(&m), 0);
+  CHECK_EQ(destroy_lock(), 0);
   _exit(0);
 }
 
@@ -74,14 +101,14 @@ static int try_once(int nspin, bool destroy) {
   atomic_store(&stop, 0);
   atomic_store(&spinning, 0);
   atomic_store(&took, 0);
-  CHECK_EQ(swarm_mutex_lock(&m), 0);
+  CHECK_EQ(hold(), 0);
   for (int i = 0; i < nspin; i++)
     CHECK_EQ(swarm_spawn(&sp[i], NULL, spinner, NULL), 0);
   while (atomic_load(&spinning) < nspin)
     swarm_sleep_ns(2000000);
   swarm_thread_t t = queue_locker();
-  CHECK_EQ(swarm_mutex_unlock(&m), 0); /* readies t ... */
-  pid_t p = fork();                    /* ... which has not run yet */
+  CHECK_EQ(release(), 0); /* readies t ... */
+  pid_t p = fork();       /* ... which has not run yet */
   CHECK(p >= 0);
   if (p == 0)
     child(destroy);
@@ -115,6 +142,7 @@ static void *driver(void *a) {
 int main(int argc, char **argv) {
   alarm(120);
   int workers = argc > 1 ? atoi(argv[1]) : 2;
+  use_rw = argc > 2 && !strcmp(argv[2], "rwlock");
   CHECK(workers >= 1 && workers <= 16);
   swarm_config_t cfg = {.workers = workers};
   CHECK_EQ(swarm_init(&cfg), 0);
