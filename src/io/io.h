@@ -76,6 +76,13 @@ struct io_fd {
   _Atomic uint32_t drained;    /* rseq + 1 when a read came back short with
                                 * rseq at that value; 0: nothing known */
   _Atomic bool ended; /* a poller saw hang-up or error: no drained hint */
+  /* What the kernel said of the open file's O_NONBLOCK and the socket's
+   * SO_RCVTIMEO / SO_SNDTIMEO, cached while io_fd_opts_watch() is in
+   * force (the drop-in sees every call that changes them): the global
+   * epoch it was read at (low 32 bits) and IO_OPTS_* bits; 0: unknown.
+   * timeo[d]: the timeout in ns when IO_OPTS_TIMEO(d) is set. */
+  _Atomic uint64_t opts;
+  _Atomic int64_t timeo[2];
   struct io_node *head[2], *tail[2]; /* [0] readers, [1] writers */
 };
 
@@ -148,8 +155,22 @@ struct io_fd *io_fd_get(int fd, bool adopt);
  * closed behind swarm's back), and classifies it afresh. */
 void io_fd_created(int fd);
 /* Whether the open file has O_NONBLOCK (set by the program: swarm never
- * sets it), asked of the kernel since dups and other processes share it. */
-bool io_fd_nonblock(int fd);
+ * sets it). Asked of the kernel (F_GETFL), since dups and other processes
+ * share it; under io_fd_opts_watch, the answer is kept in e until any
+ * io_fd_opts_changed or until fd is closed or created anew. */
+bool io_fd_nonblock(struct io_fd *e, int fd);
+/* The socket's SO_RCVTIMEO (dir 0) or SO_SNDTIMEO (dir 1) in ns, or -1
+ * for none (or not a socket); cached as io_fd_nonblock. */
+int64_t io_fd_timeout(struct io_fd *e, int fd, int dir);
+/* From now on every change of O_NONBLOCK and of the socket timeouts this
+ * process makes goes through io_fd_opts_changed (the drop-in's fcntl,
+ * ioctl and setsockopt): io_fd_nonblock and io_fd_timeout may keep what
+ * the kernel said. Without it (the native API) they ask every time. */
+void io_fd_opts_watch(void);
+/* Some descriptor's O_NONBLOCK or socket timeout may have changed (F_SETFL,
+ * FIONBIO, setsockopt at SOL_SOCKET): forget every cached answer (one
+ * epoch for all: a flag set through a dup changes every copy). */
+void io_fd_opts_changed(void);
 /* A check-then-call (IO_HOW_READY) on direction dir of e finished and may
  * have consumed readiness or left some: wake the next waiter to look. */
 void io_fd_kick(struct io_fd *e, int dir);

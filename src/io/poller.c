@@ -142,6 +142,7 @@ struct io_fd *io_fd_entry(int fd) {
 /* Decides e's kind (under its lock). Reads only: the file's flags are
  * the program's and stay as they are. */
 static void classify(struct io_fd *e, int fd, bool adopt, int *err) {
+  atomic_store(&e->opts, 0); /* a new file: nothing known of its flags */
   struct stat st;
   if (fstat(fd, &st) != 0) {
     *err = errno;
@@ -212,11 +213,6 @@ void io_fd_created(int fd) {
   e->registered = false;
   atomic_store(&e->kind, FD_UNKNOWN); /* classified on first use */
   spin_unlock(&e->lock);
-}
-
-bool io_fd_nonblock(int fd) {
-  long fl = sys_fcntl(fd, F_GETFL, 0);
-  return fl >= 0 && (fl & O_NONBLOCK);
 }
 
 /* ---- wait lists (under e->lock) ---- */
@@ -671,17 +667,6 @@ static uint64_t now_ns(void) {
   return os_now_ns_inline();
 }
 
-static int64_t sockopt_timeout(int fd, int dir) {
-  struct timeval tv = {0, 0};
-  socklen_t len = sizeof tv;
-  if (getsockopt(fd, SOL_SOCKET, dir ? SO_SNDTIMEO : SO_RCVTIMEO, &tv, &len) !=
-      0)
-    return -1;
-  if (tv.tv_sec == 0 && tv.tv_usec == 0)
-    return -1;
-  return (int64_t)tv.tv_sec * 1000000000 + (int64_t)tv.tv_usec * 1000;
-}
-
 long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns) {
   uint64_t deadline = 0;
   bool timeout_known = timeout_ns != 0;
@@ -694,7 +679,7 @@ long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns) {
         n->seq + 1 == atomic_load_explicit(&e->drained, memory_order_relaxed) &&
         drained_eligible(e, n);
     long r = skip ? -EAGAIN : n->attempt(n);
-    if (r != -EAGAIN || (n->flags & MSG_DONTWAIT) || io_fd_nonblock(n->fd)) {
+    if (r != -EAGAIN || (n->flags & MSG_DONTWAIT) || io_fd_nonblock(e, n->fd)) {
       if (skip) /* the program wants an answer now: ask the kernel */
         return n->attempt(n);
       drained_note(e, n, r, n->seq);
@@ -702,7 +687,7 @@ long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns) {
     }
     if (!timeout_known) {
       timeout_known = true;
-      int64_t t = e->socket ? sockopt_timeout(n->fd, n->dir) : -1;
+      int64_t t = io_fd_timeout(e, n->fd, n->dir);
       if (t > 0)
         deadline = now_ns() + (uint64_t)t;
     }
