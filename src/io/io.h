@@ -154,14 +154,48 @@ struct io_fd *io_fd_get(int fd, bool adopt);
  * intercepted or native call knew (a stale entry, if its old file was
  * closed behind swarm's back), and classifies it afresh. */
 void io_fd_created(int fd);
+/* What is known of O_NONBLOCK and the socket timeouts (io/opts.c). */
+struct io_opts_state {
+  _Atomic uint32_t epoch; /* moved by io_fd_opts_changed */
+  _Atomic bool watched;   /* io_fd_opts_watch: io_fd.opts may be kept */
+};
+extern struct io_opts_state io_opts;
+#define IO_OPTS_VALID (1ull << 32)
+#define IO_OPTS_NONBLOCK (1ull << 33)
+#define IO_OPTS_TIMEO(d) (1ull << (34 + (d)))
+
+/* e's cached word if it holds for the current epoch, or 0. */
+static inline uint64_t io_fd_opts_cached(struct io_fd *e) {
+  if (!atomic_load_explicit(&io_opts.watched, memory_order_relaxed))
+    return 0;
+  uint32_t epoch = atomic_load_explicit(&io_opts.epoch, memory_order_acquire);
+  uint64_t w = atomic_load_explicit(&e->opts, memory_order_acquire);
+  return (w & IO_OPTS_VALID) && (uint32_t)w == epoch ? w : 0;
+}
+/* The kernel's answers (and, when watched, kept in e). */
+bool io_fd_nonblock_ask(struct io_fd *e, int fd);
+int64_t io_fd_timeout_ask(struct io_fd *e, int fd, int dir);
+
 /* Whether the open file has O_NONBLOCK (set by the program: swarm never
  * sets it). Asked of the kernel (F_GETFL), since dups and other processes
  * share it; under io_fd_opts_watch, the answer is kept in e until any
  * io_fd_opts_changed or until fd is closed or created anew. */
-bool io_fd_nonblock(struct io_fd *e, int fd);
+static inline bool io_fd_nonblock(struct io_fd *e, int fd) {
+  uint64_t w = io_fd_opts_cached(e);
+  return w ? (w & IO_OPTS_NONBLOCK) != 0 : io_fd_nonblock_ask(e, fd);
+}
 /* The socket's SO_RCVTIMEO (dir 0) or SO_SNDTIMEO (dir 1) in ns, or -1
  * for none (or not a socket); cached as io_fd_nonblock. */
-int64_t io_fd_timeout(struct io_fd *e, int fd, int dir);
+static inline int64_t io_fd_timeout(struct io_fd *e, int fd, int dir) {
+  if (!e->socket)
+    return -1;
+  uint64_t w = io_fd_opts_cached(e);
+  if (!w)
+    return io_fd_timeout_ask(e, fd, dir);
+  return w & IO_OPTS_TIMEO(dir)
+             ? atomic_load_explicit(&e->timeo[dir], memory_order_relaxed)
+             : -1;
+}
 /* From now on every change of O_NONBLOCK and of the socket timeouts this
  * process makes goes through io_fd_opts_changed (the drop-in's fcntl,
  * ioctl and setsockopt): io_fd_nonblock and io_fd_timeout may keep what

@@ -35,21 +35,14 @@
 #include "io/io.h"
 #include "swarm/io.h"
 
-static struct {
-  _Atomic uint32_t epoch; /* moved by io_fd_opts_changed */
-  _Atomic bool watched;   /* io_fd_opts_watch: cache io_fd.opts */
-} opts = {.epoch = 1};
-
-#define IO_OPTS_VALID (1ull << 32)
-#define IO_OPTS_NONBLOCK (1ull << 33)
-#define IO_OPTS_TIMEO(d) (1ull << (34 + (d)))
+struct io_opts_state io_opts = {.epoch = 1};
 
 void io_fd_opts_watch(void) {
-  atomic_store(&opts.watched, true);
+  atomic_store(&io_opts.watched, true);
 }
 
 void io_fd_opts_changed(void) {
-  atomic_fetch_add(&opts.epoch, 1);
+  atomic_fetch_add(&io_opts.epoch, 1);
 }
 
 void swarm_io_cache_flags(void) {
@@ -71,18 +64,9 @@ static int64_t sockopt_timeout(int fd, int dir) {
   return (int64_t)tv.tv_sec * 1000000000 + (int64_t)tv.tv_usec * 1000;
 }
 
-/* The cached word, valid for the current epoch, or 0. */
-static uint64_t opts_cached(struct io_fd *e) {
-  if (!atomic_load_explicit(&opts.watched, memory_order_relaxed))
-    return 0;
-  uint32_t epoch = atomic_load_explicit(&opts.epoch, memory_order_acquire);
-  uint64_t w = atomic_load_explicit(&e->opts, memory_order_acquire);
-  return (w & IO_OPTS_VALID) && (uint32_t)w == epoch ? w : 0;
-}
-
 /* Asks the kernel everything and caches it (when watched). */
 static uint64_t opts_fill(struct io_fd *e, int fd) {
-  uint32_t epoch = atomic_load_explicit(&opts.epoch, memory_order_acquire);
+  uint32_t epoch = atomic_load_explicit(&io_opts.epoch, memory_order_acquire);
   long fl = sys_fcntl(fd, F_GETFL, 0);
   uint64_t w = epoch | IO_OPTS_VALID;
   if (fl >= 0 && (fl & O_NONBLOCK))
@@ -98,26 +82,18 @@ static uint64_t opts_fill(struct io_fd *e, int fd) {
   return w;
 }
 
-bool io_fd_nonblock(struct io_fd *e, int fd) {
-  if (!atomic_load_explicit(&opts.watched, memory_order_relaxed)) {
+bool io_fd_nonblock_ask(struct io_fd *e, int fd) {
+  if (!atomic_load_explicit(&io_opts.watched, memory_order_relaxed)) {
     long fl = sys_fcntl(fd, F_GETFL, 0);
     return fl >= 0 && (fl & O_NONBLOCK);
   }
-  uint64_t w = opts_cached(e);
-  if (!w)
-    w = opts_fill(e, fd);
-  return w & IO_OPTS_NONBLOCK;
+  return opts_fill(e, fd) & IO_OPTS_NONBLOCK;
 }
 
-int64_t io_fd_timeout(struct io_fd *e, int fd, int dir) {
-  if (!e->socket)
-    return -1;
-  if (!atomic_load_explicit(&opts.watched, memory_order_relaxed))
+int64_t io_fd_timeout_ask(struct io_fd *e, int fd, int dir) {
+  if (!atomic_load_explicit(&io_opts.watched, memory_order_relaxed))
     return sockopt_timeout(fd, dir);
-  uint64_t w = opts_cached(e);
-  if (!w)
-    w = opts_fill(e, fd);
-  return w & IO_OPTS_TIMEO(dir)
+  return opts_fill(e, fd) & IO_OPTS_TIMEO(dir)
              ? atomic_load_explicit(&e->timeo[dir], memory_order_relaxed)
              : -1;
 }

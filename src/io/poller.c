@@ -119,24 +119,33 @@ static inline const struct io_backend *backend(void) {
 
 /* ---- the table ---- */
 
-struct io_fd *io_fd_entry(int fd) {
-  if (fd < 0 || (uint32_t)fd >= CHUNK * MAX_CHUNKS)
+/* A chunk of entries, made on first use of one of its numbers. */
+static __attribute__((noinline)) struct io_fd *chunk_make(uint32_t c) {
+  struct io_fd *chunk = NULL;
+  struct io_fd *fresh = calloc(CHUNK, sizeof *fresh);
+  if (!fresh)
+    return NULL;
+  for (uint32_t i = 0; i < CHUNK; i++)
+    spin_init(&fresh[i].lock, LOCK_IO_FD);
+  if (atomic_compare_exchange_strong(&io.chunks[c], &chunk, fresh))
+    return fresh;
+  free(fresh); /* another thread's chunk won */
+  return chunk;
+}
+
+static inline struct io_fd *entry_of(int fd) {
+  if (unlikely(fd < 0 || (uint32_t)fd >= CHUNK * MAX_CHUNKS))
     return NULL;
   uint32_t c = (uint32_t)fd >> CHUNK_SHIFT;
   struct io_fd *chunk =
       atomic_load_explicit(&io.chunks[c], memory_order_acquire);
-  if (unlikely(!chunk)) {
-    struct io_fd *fresh = calloc(CHUNK, sizeof *fresh);
-    if (!fresh)
-      return NULL;
-    for (uint32_t i = 0; i < CHUNK; i++)
-      spin_init(&fresh[i].lock, LOCK_IO_FD);
-    if (atomic_compare_exchange_strong(&io.chunks[c], &chunk, fresh))
-      chunk = fresh;
-    else
-      free(fresh); /* another thread's chunk won */
-  }
+  if (unlikely(!chunk) && !(chunk = chunk_make(c)))
+    return NULL;
   return &chunk[(uint32_t)fd & (CHUNK - 1)];
+}
+
+struct io_fd *io_fd_entry(int fd) {
+  return entry_of(fd);
 }
 
 /* Decides e's kind (under its lock). Reads only: the file's flags are
@@ -180,7 +189,7 @@ static void classify(struct io_fd *e, int fd, bool adopt, int *err) {
 }
 
 struct io_fd *io_fd_get(int fd, bool adopt) {
-  struct io_fd *e = io_fd_entry(fd);
+  struct io_fd *e = entry_of(fd);
   if (!e) {
     errno = fd < 0 ? EBADF : ENOMEM;
     return NULL;
@@ -200,7 +209,7 @@ struct io_fd *io_fd_get(int fd, bool adopt) {
 }
 
 void io_fd_created(int fd) {
-  struct io_fd *e = io_fd_entry(fd);
+  struct io_fd *e = entry_of(fd);
   if (!e)
     return;
   spin_lock(&e->lock);
@@ -385,7 +394,7 @@ static int ready_all(struct io_node *done) {
 int io_deliver(uint64_t token, uint32_t events) {
   int fd = (int)(uint32_t)token;
   uint32_t gen = (uint32_t)(token >> 32);
-  struct io_fd *e = io_fd_entry(fd);
+  struct io_fd *e = entry_of(fd);
   if (!e)
     return 0;
   struct io_node *done = NULL;
@@ -406,7 +415,7 @@ int io_deliver(uint64_t token, uint32_t events) {
 
 void io_rearm(uint64_t token) {
   int fd = (int)(uint32_t)token;
-  struct io_fd *e = io_fd_entry(fd);
+  struct io_fd *e = entry_of(fd);
   const struct io_backend *be = backend();
   if (!e || !be->rearm)
     return;
@@ -417,7 +426,7 @@ void io_rearm(uint64_t token) {
 }
 
 void io_unregistered(uint64_t token) {
-  struct io_fd *e = io_fd_entry((int)(uint32_t)token);
+  struct io_fd *e = entry_of((int)(uint32_t)token);
   if (!e)
     return;
   spin_lock(&e->lock);
@@ -531,7 +540,7 @@ static long op_close(int fd, void *arg) {
  * across op also keeps a new descriptor of the same number from being
  * classified before we are done. */
 long io_fd_forget_with(int fd, long (*op)(int, void *), void *arg) {
-  struct io_fd *e = io_fd_entry(fd);
+  struct io_fd *e = entry_of(fd);
   if (!e)
     return op(fd, arg);
   struct io_node *done = NULL;
