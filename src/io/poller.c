@@ -7,7 +7,8 @@
  *  - A call first simply tries, without blocking (the fast path: one
  *    system call made non-blocking by itself, never by the file's
  *    O_NONBLOCK, which other processes share: calls.c). On EAGAIN, unless
- *    the program set O_NONBLOCK itself (asked of the kernel), the thread
+ *    the program set O_NONBLOCK itself (asked of the kernel, or what it
+ *    said kept while nothing changed it: io/opts.c), the thread
  *    parks on the descriptor's wait list for that direction (readers or
  *    writers), in FIFO order.
  *  - The descriptor is registered, once, edge-triggered for both
