@@ -102,6 +102,13 @@ enum { ARMED = 0, CLAIMED = 1, DISARMED = 2, MISSED = 3 };
  * end, and the worker sleep in epoll_wait, as soon as it would without
  * the I/O layer. (The uring back end's empty poll is a load: no skip.) */
 #define POLL_SKIP_MAX 15u
+/* ... unless the last poll that found events found a batch (many
+ * connections, each waiting far longer than a few microseconds for its
+ * peer): then up to 63, which halved the empty polls per round trip at
+ * C = 1,024 (docs/io.md, "Second pass"). A lone connection keeps 15: its
+ * round trip is what a later poll would delay. */
+#define POLL_SKIP_MAX_BATCH 63u
+#define POLL_BATCH 8
 
 static struct {
   _Atomic(struct io_fd *) chunks[MAX_CHUNKS];
@@ -759,9 +766,12 @@ static void hook_poll(struct worker *w) {
   int n = be->wait(iw, 0, owner, &readied);
   atomic_store_explicit(&iw->polled_ns, now_ns(), memory_order_relaxed);
   if (backoff) {
+    if (n > 0)
+      iw->idle_cap = n >= POLL_BATCH ? POLL_SKIP_MAX_BATCH : POLL_SKIP_MAX;
     iw->idle_backoff = n > 0 ? 0 : 2 * iw->idle_backoff + 1;
-    if (iw->idle_backoff > POLL_SKIP_MAX)
-      iw->idle_backoff = POLL_SKIP_MAX;
+    unsigned cap = iw->idle_cap ? iw->idle_cap : POLL_SKIP_MAX;
+    if (iw->idle_backoff > cap)
+      iw->idle_backoff = cap;
     iw->idle_skip = iw->idle_backoff;
   }
 }
