@@ -8,6 +8,7 @@ peer, and draws grouped bars with matplotlib.
   tools/bench.py --mode demo   [--build build]   # make demo: ~1 minute, smaller sizes
   tools/bench.py --mode instr  [--build build]   # make bench-instr: callgrind instructions per task
   tools/bench.py --mode pingpong [--build build] # just the I/O benchmark: results/pingpong.json + .png
+      [--pp-conns 128,1024,8192] [--pp-servers swarm,epoll] [--pp-shapes all] [--reps 3]  # fewer points
 
 Programs: build/bench/<workload> (swarm) and build/bench/peers/<workload>-<system>
 (serial, omp, tbb, pthread, go). The Go peers are built here with `go build`
@@ -492,7 +493,7 @@ PP_SHAPES = [("all active", lambda c: c), ("1/8 active", lambda c: max(1, c // 8
              ("128 active", lambda c: min(128, c))]
 
 
-def pingpong_suite(build, out_dir, go_problem, reps=3, seconds=2.0, conns=None, servers=None):
+def pingpong_suite(build, out_dir, go_problem, reps=3, seconds=2.0, conns=None, servers=None, shapes=None):
     """build/bench/pingpong for every server, load shape and connection
     count; the runs of one point are interleaved across servers (rep 1 of
     every server, then rep 2, ...) so machine noise spreads evenly; keeps
@@ -506,6 +507,8 @@ def pingpong_suite(build, out_dir, go_problem, reps=3, seconds=2.0, conns=None, 
     conns = conns or PP_CONNS
     points = []
     for shape, active_of in PP_SHAPES:
+        if shapes and shape not in shapes:
+            continue
         for c in conns:
             a = active_of(c)
             if any(p["conns"] == c and p["active"] == a for p in points if p["shape"] == shape):
@@ -564,6 +567,8 @@ def pingpong_table(data):
            f"1-byte echo over loopback; server on {next((p['server_cpus'] for p in pts if p['server_cpus']), '?')} "
            f"CPU(s), the epoll client on its own)"]
     for shape, _ in PP_SHAPES:
+        if not any(p["shape"] == shape for p in pts):
+            continue
         rows = [["conns", "active"] + servers + ["swarm/nptl", "swarm/go", "swarm/epoll"]]
         for c in sorted({p["conns"] for p in pts if p["shape"] == shape}):
             by = {p["server"]: p for p in pts if p["shape"] == shape and p["conns"] == c}
@@ -595,8 +600,9 @@ def pingpong_plot(json_path, png_path):
     for p in pts:
         if p["server"] not in servers:
             servers.append(p["server"])
-    fig, axes = plt.subplots(1, len(PP_SHAPES), figsize=(5 * len(PP_SHAPES), 4), squeeze=False)
-    for ax, (shape, _) in zip(axes[0], PP_SHAPES):
+    shapes = [sh for sh, _ in PP_SHAPES if any(p["shape"] == sh for p in pts)]
+    fig, axes = plt.subplots(1, len(shapes), figsize=(5 * len(shapes), 4), squeeze=False)
+    for ax, shape in zip(axes[0], shapes):
         for s in servers:
             xs = [p["conns"] for p in pts if p["shape"] == shape and p["server"] == s and p["tps_median"]]
             ys = [p["tps_median"] for p in pts if p["shape"] == shape and p["server"] == s and p["tps_median"]]
@@ -627,6 +633,9 @@ def main():
     ap.add_argument("--pp-conns", default=None, help="pingpong: comma-separated connection counts")
     ap.add_argument("--pp-servers", default=None, help="pingpong: comma-separated servers")
     ap.add_argument("--pp-seconds", type=float, default=2.0, help="pingpong: seconds per run")
+    ap.add_argument("--pp-shapes", default=None,
+                    help="pingpong: load shapes to run, comma-separated: all (every connection active), "
+                         "eighth (1/8 active), 128 (128 active); default all three")
     a = ap.parse_args()
     if a.plot_pingpong:
         why = pingpong_plot(*a.plot_pingpong)
@@ -652,7 +661,9 @@ def main():
                      [s for s in SYSTEMS if s in a.systems.split(",")])
     pp_args = dict(reps=a.reps or 3, seconds=a.pp_seconds,
                    conns=[int(c) for c in a.pp_conns.split(",")] if a.pp_conns else None,
-                   servers=a.pp_servers.split(",") if a.pp_servers else None)
+                   servers=a.pp_servers.split(",") if a.pp_servers else None,
+                   shapes=[{"all": "all active", "eighth": "1/8 active", "128": "128 active"}[x]
+                           for x in a.pp_shapes.split(",")] if a.pp_shapes else None)
     if a.mode == "pingpong":
         if "go" not in a.systems.split(","):
             go_problem = build_go(build)

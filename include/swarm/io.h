@@ -112,6 +112,29 @@ int swarm_fd_wait(int fd, short events, int timeout_ms);
  * swarm knew about it. */
 int swarm_close(int fd);
 
+/* O_NONBLOCK and the socket timeouts. Before a call parks its thread it
+ * must know whether the program made the descriptor non-blocking (then it
+ * returns EAGAIN instead) and, on a socket, SO_RCVTIMEO / SO_SNDTIMEO.
+ * Both belong to the open file, which dup()s and other processes share,
+ * and the program changes them with libc's fcntl, ioctl and setsockopt,
+ * which swarm does not see; so by default every wait asks the kernel (two
+ * system calls per wait, exact whatever changed them).
+ *
+ * swarm_io_cache_flags() lets swarm keep, per descriptor, what the kernel
+ * said at its first wait, until the descriptor is closed with swarm_close
+ * (or made anew by swarm_accept/swarm_accept4) or swarm_io_flags_changed()
+ * is called. A program that calls it promises to call
+ * swarm_io_flags_changed() after every change of O_NONBLOCK (fcntl F_SETFL,
+ * ioctl FIONBIO) or of SO_RCVTIMEO / SO_SNDTIMEO on a descriptor some
+ * swarm call may already have waited on, in any of its copies; changes
+ * made before a descriptor's first wait need nothing. Another process
+ * sharing the open file that changes the flag is not seen. Under the
+ * drop-in (swarmrun) this is automatic: its fcntl, ioctl and setsockopt
+ * tell swarm of every change the process makes. Both calls are cheap and
+ * may be made at any time, from any thread. */
+void swarm_io_cache_flags(void);
+void swarm_io_flags_changed(void);
+
 #pragma GCC visibility pop
 
 #ifdef __cplusplus

@@ -44,7 +44,8 @@ struct io_worker {
   _Atomic uint64_t polled_ns;
   /* epoll only: empty polls in a row back off (poller.c's hook_poll) */
   unsigned idle_skip, idle_backoff;
-  void *priv; /* back end's own state (uring: the ring) */
+  unsigned idle_cap; /* POLL_SKIP_MAX or POLL_SKIP_MAX_BATCH (poller.c) */
+  void *priv;        /* back end's own state (uring: the ring) */
 } __attribute__((aligned(64)));
 
 struct io_backend {

@@ -280,7 +280,7 @@ static long write_rest(struct io_fd *e, struct io_node *n, long r) {
     total = n->len;
   }
   if (r <= 0 || (size_t)r >= total || (n->flags & MSG_DONTWAIT) ||
-      io_fd_nonblock(n->fd))
+      io_fd_nonblock(e, n->fd))
     return r;
   struct iovec *copy = NULL;
   if (is_vec(n)) {
@@ -551,7 +551,7 @@ int io_connect_impl(int fd, const struct sockaddr *a, socklen_t al,
   if (!e)
     return (int)io_fail(-errno);
   if (atomic_load(&e->kind) != FD_POLLABLE || !worker_current() ||
-      io_fd_nonblock(fd))
+      io_fd_nonblock(e, fd))
     return (int)io_fail(sys_connect(fd, a, al));
   struct io_node node;
   memset(&node, 0, sizeof node);

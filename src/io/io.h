@@ -76,6 +76,13 @@ struct io_fd {
   _Atomic uint32_t drained;    /* rseq + 1 when a read came back short with
                                 * rseq at that value; 0: nothing known */
   _Atomic bool ended; /* a poller saw hang-up or error: no drained hint */
+  /* What the kernel said of the open file's O_NONBLOCK and the socket's
+   * SO_RCVTIMEO / SO_SNDTIMEO, cached while io_fd_opts_watch() is in
+   * force (the drop-in sees every call that changes them): the global
+   * epoch it was read at (low 32 bits) and IO_OPTS_* bits; 0: unknown.
+   * timeo[d]: the timeout in ns when IO_OPTS_TIMEO(d) is set. */
+  _Atomic uint64_t opts;
+  _Atomic int64_t timeo[2];
   struct io_node *head[2], *tail[2]; /* [0] readers, [1] writers */
 };
 
@@ -147,9 +154,57 @@ struct io_fd *io_fd_get(int fd, bool adopt);
  * intercepted or native call knew (a stale entry, if its old file was
  * closed behind swarm's back), and classifies it afresh. */
 void io_fd_created(int fd);
+/* What is known of O_NONBLOCK and the socket timeouts (io/opts.c). */
+struct io_opts_state {
+  _Atomic uint32_t epoch; /* moved by io_fd_opts_changed */
+  _Atomic bool watched;   /* io_fd_opts_watch: io_fd.opts may be kept */
+};
+extern struct io_opts_state io_opts;
+#define IO_OPTS_VALID (1ull << 32)
+#define IO_OPTS_NONBLOCK (1ull << 33)
+#define IO_OPTS_TIMEO(d) (1ull << (34 + (d)))
+
+/* e's cached word if it holds for the current epoch, or 0. */
+static inline uint64_t io_fd_opts_cached(struct io_fd *e) {
+  if (!atomic_load_explicit(&io_opts.watched, memory_order_relaxed))
+    return 0;
+  uint32_t epoch = atomic_load_explicit(&io_opts.epoch, memory_order_acquire);
+  uint64_t w = atomic_load_explicit(&e->opts, memory_order_acquire);
+  return (w & IO_OPTS_VALID) && (uint32_t)w == epoch ? w : 0;
+}
+/* The kernel's answers (and, when watched, kept in e). */
+bool io_fd_nonblock_ask(struct io_fd *e, int fd);
+int64_t io_fd_timeout_ask(struct io_fd *e, int fd, int dir);
+
 /* Whether the open file has O_NONBLOCK (set by the program: swarm never
- * sets it), asked of the kernel since dups and other processes share it. */
-bool io_fd_nonblock(int fd);
+ * sets it). Asked of the kernel (F_GETFL), since dups and other processes
+ * share it; under io_fd_opts_watch, the answer is kept in e until any
+ * io_fd_opts_changed or until fd is closed or created anew. */
+static inline bool io_fd_nonblock(struct io_fd *e, int fd) {
+  uint64_t w = io_fd_opts_cached(e);
+  return w ? (w & IO_OPTS_NONBLOCK) != 0 : io_fd_nonblock_ask(e, fd);
+}
+/* The socket's SO_RCVTIMEO (dir 0) or SO_SNDTIMEO (dir 1) in ns, or -1
+ * for none (or not a socket); cached as io_fd_nonblock. */
+static inline int64_t io_fd_timeout(struct io_fd *e, int fd, int dir) {
+  if (!e->socket)
+    return -1;
+  uint64_t w = io_fd_opts_cached(e);
+  if (!w)
+    return io_fd_timeout_ask(e, fd, dir);
+  return w & IO_OPTS_TIMEO(dir)
+             ? atomic_load_explicit(&e->timeo[dir], memory_order_relaxed)
+             : -1;
+}
+/* From now on every change of O_NONBLOCK and of the socket timeouts this
+ * process makes goes through io_fd_opts_changed (the drop-in's fcntl,
+ * ioctl and setsockopt): io_fd_nonblock and io_fd_timeout may keep what
+ * the kernel said. Without it (the native API) they ask every time. */
+void io_fd_opts_watch(void);
+/* Some descriptor's O_NONBLOCK or socket timeout may have changed (F_SETFL,
+ * FIONBIO, setsockopt at SOL_SOCKET): forget every cached answer (one
+ * epoch for all: a flag set through a dup changes every copy). */
+void io_fd_opts_changed(void);
 /* A check-then-call (IO_HOW_READY) on direction dir of e finished and may
  * have consumed readiness or left some: wake the next waiter to look. */
 void io_fd_kick(struct io_fd *e, int dir);

@@ -7,7 +7,8 @@
  *  - A call first simply tries, without blocking (the fast path: one
  *    system call made non-blocking by itself, never by the file's
  *    O_NONBLOCK, which other processes share: calls.c). On EAGAIN, unless
- *    the program set O_NONBLOCK itself (asked of the kernel), the thread
+ *    the program set O_NONBLOCK itself (asked of the kernel, or what it
+ *    said kept while nothing changed it: io/opts.c), the thread
  *    parks on the descriptor's wait list for that direction (readers or
  *    writers), in FIFO order.
  *  - The descriptor is registered, once, edge-triggered for both
@@ -101,6 +102,13 @@ enum { ARMED = 0, CLAIMED = 1, DISARMED = 2, MISSED = 3 };
  * end, and the worker sleep in epoll_wait, as soon as it would without
  * the I/O layer. (The uring back end's empty poll is a load: no skip.) */
 #define POLL_SKIP_MAX 15u
+/* ... unless the last poll that found events found a batch (many
+ * connections, each waiting far longer than a few microseconds for its
+ * peer): then up to 63, which halved the empty polls per round trip at
+ * C = 1,024 (docs/io.md, "Second pass"). A lone connection keeps 15: its
+ * round trip is what a later poll would delay. */
+#define POLL_SKIP_MAX_BATCH 63u
+#define POLL_BATCH 8
 
 static struct {
   _Atomic(struct io_fd *) chunks[MAX_CHUNKS];
@@ -119,29 +127,39 @@ static inline const struct io_backend *backend(void) {
 
 /* ---- the table ---- */
 
-struct io_fd *io_fd_entry(int fd) {
-  if (fd < 0 || (uint32_t)fd >= CHUNK * MAX_CHUNKS)
+/* A chunk of entries, made on first use of one of its numbers. */
+static __attribute__((noinline)) struct io_fd *chunk_make(uint32_t c) {
+  struct io_fd *chunk = NULL;
+  struct io_fd *fresh = calloc(CHUNK, sizeof *fresh);
+  if (!fresh)
+    return NULL;
+  for (uint32_t i = 0; i < CHUNK; i++)
+    spin_init(&fresh[i].lock, LOCK_IO_FD);
+  if (atomic_compare_exchange_strong(&io.chunks[c], &chunk, fresh))
+    return fresh;
+  free(fresh); /* another thread's chunk won */
+  return chunk;
+}
+
+static inline struct io_fd *entry_of(int fd) {
+  if (unlikely(fd < 0 || (uint32_t)fd >= CHUNK * MAX_CHUNKS))
     return NULL;
   uint32_t c = (uint32_t)fd >> CHUNK_SHIFT;
   struct io_fd *chunk =
       atomic_load_explicit(&io.chunks[c], memory_order_acquire);
-  if (unlikely(!chunk)) {
-    struct io_fd *fresh = calloc(CHUNK, sizeof *fresh);
-    if (!fresh)
-      return NULL;
-    for (uint32_t i = 0; i < CHUNK; i++)
-      spin_init(&fresh[i].lock, LOCK_IO_FD);
-    if (atomic_compare_exchange_strong(&io.chunks[c], &chunk, fresh))
-      chunk = fresh;
-    else
-      free(fresh); /* another thread's chunk won */
-  }
+  if (unlikely(!chunk) && !(chunk = chunk_make(c)))
+    return NULL;
   return &chunk[(uint32_t)fd & (CHUNK - 1)];
+}
+
+struct io_fd *io_fd_entry(int fd) {
+  return entry_of(fd);
 }
 
 /* Decides e's kind (under its lock). Reads only: the file's flags are
  * the program's and stay as they are. */
 static void classify(struct io_fd *e, int fd, bool adopt, int *err) {
+  atomic_store(&e->opts, 0); /* a new file: nothing known of its flags */
   struct stat st;
   if (fstat(fd, &st) != 0) {
     *err = errno;
@@ -179,7 +197,7 @@ static void classify(struct io_fd *e, int fd, bool adopt, int *err) {
 }
 
 struct io_fd *io_fd_get(int fd, bool adopt) {
-  struct io_fd *e = io_fd_entry(fd);
+  struct io_fd *e = entry_of(fd);
   if (!e) {
     errno = fd < 0 ? EBADF : ENOMEM;
     return NULL;
@@ -199,7 +217,7 @@ struct io_fd *io_fd_get(int fd, bool adopt) {
 }
 
 void io_fd_created(int fd) {
-  struct io_fd *e = io_fd_entry(fd);
+  struct io_fd *e = entry_of(fd);
   if (!e)
     return;
   spin_lock(&e->lock);
@@ -212,11 +230,6 @@ void io_fd_created(int fd) {
   e->registered = false;
   atomic_store(&e->kind, FD_UNKNOWN); /* classified on first use */
   spin_unlock(&e->lock);
-}
-
-bool io_fd_nonblock(int fd) {
-  long fl = sys_fcntl(fd, F_GETFL, 0);
-  return fl >= 0 && (fl & O_NONBLOCK);
 }
 
 /* ---- wait lists (under e->lock) ---- */
@@ -389,7 +402,7 @@ static int ready_all(struct io_node *done) {
 int io_deliver(uint64_t token, uint32_t events) {
   int fd = (int)(uint32_t)token;
   uint32_t gen = (uint32_t)(token >> 32);
-  struct io_fd *e = io_fd_entry(fd);
+  struct io_fd *e = entry_of(fd);
   if (!e)
     return 0;
   struct io_node *done = NULL;
@@ -410,7 +423,7 @@ int io_deliver(uint64_t token, uint32_t events) {
 
 void io_rearm(uint64_t token) {
   int fd = (int)(uint32_t)token;
-  struct io_fd *e = io_fd_entry(fd);
+  struct io_fd *e = entry_of(fd);
   const struct io_backend *be = backend();
   if (!e || !be->rearm)
     return;
@@ -421,7 +434,7 @@ void io_rearm(uint64_t token) {
 }
 
 void io_unregistered(uint64_t token) {
-  struct io_fd *e = io_fd_entry((int)(uint32_t)token);
+  struct io_fd *e = entry_of((int)(uint32_t)token);
   if (!e)
     return;
   spin_lock(&e->lock);
@@ -535,7 +548,7 @@ static long op_close(int fd, void *arg) {
  * across op also keeps a new descriptor of the same number from being
  * classified before we are done. */
 long io_fd_forget_with(int fd, long (*op)(int, void *), void *arg) {
-  struct io_fd *e = io_fd_entry(fd);
+  struct io_fd *e = entry_of(fd);
   if (!e)
     return op(fd, arg);
   struct io_node *done = NULL;
@@ -671,17 +684,6 @@ static uint64_t now_ns(void) {
   return os_now_ns_inline();
 }
 
-static int64_t sockopt_timeout(int fd, int dir) {
-  struct timeval tv = {0, 0};
-  socklen_t len = sizeof tv;
-  if (getsockopt(fd, SOL_SOCKET, dir ? SO_SNDTIMEO : SO_RCVTIMEO, &tv, &len) !=
-      0)
-    return -1;
-  if (tv.tv_sec == 0 && tv.tv_usec == 0)
-    return -1;
-  return (int64_t)tv.tv_sec * 1000000000 + (int64_t)tv.tv_usec * 1000;
-}
-
 long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns) {
   uint64_t deadline = 0;
   bool timeout_known = timeout_ns != 0;
@@ -694,7 +696,7 @@ long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns) {
         n->seq + 1 == atomic_load_explicit(&e->drained, memory_order_relaxed) &&
         drained_eligible(e, n);
     long r = skip ? -EAGAIN : n->attempt(n);
-    if (r != -EAGAIN || (n->flags & MSG_DONTWAIT) || io_fd_nonblock(n->fd)) {
+    if (r != -EAGAIN || (n->flags & MSG_DONTWAIT) || io_fd_nonblock(e, n->fd)) {
       if (skip) /* the program wants an answer now: ask the kernel */
         return n->attempt(n);
       drained_note(e, n, r, n->seq);
@@ -702,7 +704,7 @@ long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns) {
     }
     if (!timeout_known) {
       timeout_known = true;
-      int64_t t = e->socket ? sockopt_timeout(n->fd, n->dir) : -1;
+      int64_t t = io_fd_timeout(e, n->fd, n->dir);
       if (t > 0)
         deadline = now_ns() + (uint64_t)t;
     }
@@ -764,9 +766,12 @@ static void hook_poll(struct worker *w) {
   int n = be->wait(iw, 0, owner, &readied);
   atomic_store_explicit(&iw->polled_ns, now_ns(), memory_order_relaxed);
   if (backoff) {
+    if (n > 0)
+      iw->idle_cap = n >= POLL_BATCH ? POLL_SKIP_MAX_BATCH : POLL_SKIP_MAX;
     iw->idle_backoff = n > 0 ? 0 : 2 * iw->idle_backoff + 1;
-    if (iw->idle_backoff > POLL_SKIP_MAX)
-      iw->idle_backoff = POLL_SKIP_MAX;
+    unsigned cap = iw->idle_cap ? iw->idle_cap : POLL_SKIP_MAX;
+    if (iw->idle_backoff > cap)
+      iw->idle_backoff = cap;
     iw->idle_skip = iw->idle_backoff;
   }
 }

@@ -16,16 +16,21 @@
  * A flag swarm set would make an ordinary child read EAGAIN, and a flag
  * another swarm process set would look like the program's own. So the
  * kernel's flag is always exactly what the program set (fcntl and ioctl
- * FIONBIO go straight to the kernel; only F_DUPFD is watched), nothing has
+ * FIONBIO go straight to the kernel, F_DUPFD and the changes of the flag
+ * and of SO_RCVTIMEO / SO_SNDTIMEO are watched), nothing has
  * to be undone before fork or exec, and each call is made non-blocking by
  * itself (src/io/calls.c): read/write/readv/writev as preadv2/pwritev2
  * with RWF_NOWAIT, the socket calls with MSG_DONTWAIT, accept and files
  * without RWF_NOWAIT (FIFOs opened by name) by a readiness check first,
  * and a blocking connect on the offload pool's kernel thread. Before a
  * thread parks, the kernel's F_GETFL says whether the program asked for
- * EAGAIN instead. Calls from kernel threads that are not swarm threads
- * block that kernel thread, with the same semantics. The _FORTIFY_SOURCE
- * variants (__read_chk, __recv_chk, __recvfrom_chk, __poll_chk,
+ * EAGAIN instead; since every change of the flag and of the socket
+ * timeouts in this process passes through fcntl, ioctl and setsockopt
+ * here, the I/O layer keeps the kernel's answers until one of them is
+ * called (src/io/opts.c, which also says what that cannot see). Calls from
+ * kernel threads that are not swarm threads block that kernel thread, with the
+ * same semantics. The _FORTIFY_SOURCE variants (__read_chk, __recv_chk,
+ * __recvfrom_chk, __poll_chk,
  * __ppoll_chk) are covered too, since Debian builds programs with them.
  *
  * Cancellation points, as in NPTL: read, write, readv, writev, the recv
@@ -53,6 +58,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -436,8 +442,11 @@ DROPIN_API int dup2(int old, int new) {
   return dup3(old, new, 0);
 }
 
-/* Only the copies need us: O_NONBLOCK (F_GETFL, F_SETFL, and ioctl's
- * FIONBIO, not interposed) is the kernel's and the program's alone. */
+/* The copies need us, and so do the changes of O_NONBLOCK: F_SETFL goes
+ * to the kernel as it is (the flag is the program's), then tells the I/O
+ * layer that what it cached of the flags is stale (src/io/opts.c).
+ * fcntl64 is the name glibc's headers bind fcntl to under
+ * _FILE_OFFSET_BITS=64. */
 DROPIN_API int fcntl(int fd, int cmd, ...) {
   va_list ap;
   va_start(ap, cmd);
@@ -447,9 +456,43 @@ DROPIN_API int fcntl(int fd, int cmd, ...) {
   case F_DUPFD:
   case F_DUPFD_CLOEXEC:
     return (int)io_fail(copied(fd, sys_fcntl(fd, cmd, arg)));
+  case F_SETFL: {
+    long r = sys_fcntl(fd, cmd, arg);
+    if (r >= 0)
+      io_fd_opts_changed();
+    return (int)io_fail(r);
+  }
   default:
     return (int)io_fail(sys_fcntl(fd, cmd, arg));
   }
+}
+
+DROPIN_API int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
+
+/* FIONBIO sets or clears O_NONBLOCK as F_SETFL does. */
+DROPIN_API int ioctl(int fd, unsigned long request, ...) {
+  va_list ap;
+  va_start(ap, request);
+  void *arg = va_arg(ap, void *);
+  va_end(ap);
+  long r = sys_call(SYS_ioctl, fd, request, arg);
+  if (request == FIONBIO && r >= 0)
+    io_fd_opts_changed();
+  return (int)io_fail(r);
+}
+
+/* SO_RCVTIMEO / SO_SNDTIMEO (any SOL_SOCKET option: the _OLD and _NEW
+ * names of both, and options like SO_RCVBUF cost one refill) */
+DROPIN_API int setsockopt(int fd, int level, int name, const void *value,
+                          socklen_t len) {
+  long r = sys_call(SYS_setsockopt, fd, level, name, value, len);
+  if (level == SOL_SOCKET && r >= 0)
+    io_fd_opts_changed();
+  return (int)io_fail(r);
+}
+
+__attribute__((constructor)) static void dropin_io_watch(void) {
+  io_fd_opts_watch(); /* every change above is seen: cache the flags */
 }
 
 DROPIN_API int close(int fd) {
