@@ -20,10 +20,10 @@
  *    one page fills one slot at most, so it sends up to the next page
  *    boundary per call.
  *  - anything else (a regular file, since Linux 2.6.33): the plain call.
- * It loops until count bytes are sent, the file ends (a short send) or an
- * error, like the kernel's blocking sendfile; an error after some bytes
- * went returns the count. A socket the program made O_NONBLOCK gets EAGAIN
- * where it would wait (checked only then: F_GETFL), and SO_SNDTIMEO ends
+ * It loops until count bytes are sent, the file ends (a call that sends
+ * 0) or an error, like the kernel's blocking sendfile; an error after some
+ * bytes went returns the count. A socket the program made O_NONBLOCK gets
+ * EAGAIN where it would wait (checked only then: F_GETFL), and SO_SNDTIMEO ends
  * each wait with EAGAIN (or the count sent so far).
  *
  * Known limit: the file's pages are read by the sending call itself, so a
@@ -136,9 +136,10 @@ ssize_t swarm_sendfile(int out_fd, int in_fd, off_t *offset, size_t count) {
       continue;
     if (r < 0)
       return total ? (ssize_t)total : io_fail(r);
+    /* A short count is most often the file's end, which the next call
+     * says with 0; asking again costs one call there, and keeps a count
+     * a signal cut short from ending the transfer. */
     total += (size_t)r;
-    if (r < piece) /* the file ended (or shrank) */
-      break;
   }
   return (ssize_t)total;
 }
