@@ -2,7 +2,7 @@
  * examples/httpd/httpd.c — a small HTTP/1.1 static-file server, written the
  * plain way: one thread per connection, blocking reads and writes.
  *
- *   httpd --port P --root DIR [--addr A] [--max-conns N]
+ *   httpd --port P --root DIR [--addr A] [--max-conns N] [--sendfile-min B]
  *
  * serves the regular files under DIR with GET and HEAD, keep-alive (also
  * pipelined requests), HTTP/1.0 clients included. Under swarm (the default
@@ -14,9 +14,10 @@
  *
  * What it answers, and why:
  *  - 200 with the file (Content-Length, a Content-Type from the extension);
- *    a file of at most 16 KiB is read with one pread and sent with the
- *    header in one writev; a larger one goes by sendfile after the header
- *    (the kernel copies it from the page cache, as nginx's sendfile on).
+ *    a file of at most --sendfile-min bytes (default 16 KiB) is read with
+ *    pread in 16 KiB pieces, the first sent with the header in one writev;
+ *    a larger one goes by sendfile after the header (the kernel copies it
+ *    from the page cache, as nginx's sendfile on).
  *  - 400 for a malformed request line or header (a header without a colon,
  *    whitespace before the colon, obsolete line folding, a bad
  *    Content-Length, an HTTP/1.1 request without exactly one Host, a bad
@@ -71,6 +72,8 @@ enum {
 static int root_fd = -1;
 static char *root_real; /* the root's canonical path, for the fallback check */
 static int max_conns = 16384;
+/* files larger than this go by sendfile (--sendfile-min) */
+static long long sendfile_min = FILE_CHUNK;
 static atomic_int open_conns;
 
 /* ---- Responses --------------------------------------------------------- */
@@ -510,7 +513,7 @@ static int send_file(int fd, struct date_cache *d, struct request *rq) {
   char head[512], chunk[FILE_CHUNK];
   size_t hl = format_head(head, sizeof head, d, 200, content_type(rq->path),
                           (long long)st.st_size, rq->keep, rq->http10);
-  if (!rq->head_only && st.st_size > FILE_CHUNK) {
+  if (!rq->head_only && st.st_size > sendfile_min) {
     int ok = send_large(fd, f, head, hl, st.st_size);
     close(f);
     return ok && rq->keep ? 0 : -1;
@@ -627,6 +630,7 @@ static void accept_loop(int ls) {
 static int usage(const char *prog) {
   fprintf(stderr,
           "usage: %s --port P --root DIR [--addr IPv4] [--max-conns N]\n"
+          "       [--sendfile-min BYTES]\n"
           "  P = 0 picks a free port; workers from SWARM_WORKERS\n",
           prog);
   return 2;
@@ -645,13 +649,15 @@ int main(int argc, char **argv) {
       addr = argv[i + 1];
     else if (strcmp(argv[i], "--max-conns") == 0)
       max_conns = (int)strtol(argv[i + 1], &end, 10);
+    else if (strcmp(argv[i], "--sendfile-min") == 0)
+      sendfile_min = strtoll(argv[i + 1], &end, 10);
     else
       return usage(argv[0]);
   }
   struct sockaddr_in sa = {.sin_family = AF_INET,
                            .sin_port = htons((uint16_t)port)};
   if (argc % 2 == 0 || !root || port < 0 || port > 65535 || max_conns < 1 ||
-      inet_pton(AF_INET, addr, &sa.sin_addr) != 1)
+      sendfile_min < 0 || inet_pton(AF_INET, addr, &sa.sin_addr) != 1)
     return usage(argv[0]);
   root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   root_real = realpath(root, NULL);

@@ -398,6 +398,15 @@ def main():
             test_malformed(srv)
         finally:
             srv.stop()
+        # every file by sendfile, then none: both paths at every size
+        for extra in (["--sendfile-min", "0"],
+                      ["--sendfile-min", "1000000000"]):
+            srv = Server(exe, root, *extra)
+            try:
+                test_files(srv, files)
+                test_sendfile(srv, root, files)
+            finally:
+                srv.stop()
         test_limit(exe, root)
     finally:
         shutil.rmtree(top)
