@@ -16,7 +16,7 @@ average is printed with every point. Results: JSON lines to --json, and a
 Markdown table on stdout.
 
   bench_httpd.py --build build [--workers 2] [--conns 100,1000,10000]
-                 [--sizes 1k,1m] [--seconds 5] [--reps 1] [--threads 2]
+                 [--sizes 1k,1m] [--seconds 3] [--reps 3] [--threads 2]
                  [--servers swarm,nptl,nginx] [--json results/httpd.jsonl]
 """
 import argparse
@@ -214,6 +214,12 @@ def table(results, servers):
                  for o in ("nginx", "nptl")]
         print("| %s | %d | %s | %s |" % (size, conns, " | ".join(cells),
                                          " | ".join(ratio)))
+    loads = [r["load"] for r in results]
+    reps = max(sum(1 for r in results if r["server"] == servers[0] and
+                   (r["size"], r["conns"]) == p) for p in points)
+    print("\nmedian of %d interleaved repetitions of %d s; load average %.1f "
+          "to %.1f during the run" % (reps, results[0]["seconds"],
+                                       min(loads), max(loads)))
 
 
 def fmt(ms):
@@ -226,8 +232,8 @@ def main():
     ap.add_argument("--workers", type=int, default=os.cpu_count())
     ap.add_argument("--conns", default="100,1000,10000")
     ap.add_argument("--sizes", default="1k,1m")
-    ap.add_argument("--seconds", type=int, default=5)
-    ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--seconds", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2, help="wrk threads")
     ap.add_argument("--servers", default="swarm,nptl,nginx")
     ap.add_argument("--json", default="results/httpd.jsonl")

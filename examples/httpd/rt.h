@@ -18,6 +18,7 @@ enum { RT_STACK_SIZE = 64 * 1024 };
 
 #ifdef HTTPD_NPTL
 #include <pthread.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,6 +26,8 @@ enum { RT_STACK_SIZE = 64 * 1024 };
 #define rt_write write
 #define rt_writev writev
 #define rt_pread pread
+#define rt_send send
+#define rt_sendfile sendfile
 #define rt_accept accept
 #define rt_close close
 
@@ -60,6 +63,8 @@ static inline int rt_workers(void) {
 #define rt_write swarm_write
 #define rt_writev swarm_writev
 #define rt_pread swarm_pread
+#define rt_send swarm_send
+#define rt_sendfile swarm_sendfile
 #define rt_accept swarm_accept
 #define rt_close swarm_close
 

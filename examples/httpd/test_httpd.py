@@ -4,7 +4,8 @@
 Starts SERVER (build/examples/httpd or httpd-nptl) on a free loopback port
 over a fresh document root and checks, over raw sockets, every byte of every
 response: status line, each header (Date by its format), body. Covers files
-small and large, HEAD, keep-alive and pipelining, HTTP/1.0, 404, 405, path
+small and large (around the sendfile threshold, a slow reader, a file
+truncated while sent), HEAD, keep-alive and pipelining, HTTP/1.0, 404, 405, path
 traversal (403), malformed requests (400), 414, 431, 505, and the connection
 limit (503). HTTPD_EMULATOR (a command, e.g. qemu-aarch64 -L ...) runs the
 server under an emulator. Every socket operation has a timeout; the whole
@@ -215,6 +216,85 @@ def test_keepalive(srv, files):
     s.close()
 
 
+def slow_connect(srv, rcvbuf=16384):
+    """A connection whose receive buffer is small, so that the server's
+    socket fills while the client does not read."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    s.settimeout(TIMEOUT)
+    s.connect(("127.0.0.1", srv.port))
+    return s
+
+
+def test_sendfile(srv, root, files):
+    """Files above one 16 KiB piece go by sendfile: sizes around that
+    threshold, several on one connection, a client that reads slowly while
+    another is served, and a file truncated while it is sent."""
+    sizes = [16383, 16384, 16385, 65537, 4 << 20]
+    for n in sizes:
+        data = os.urandom(n)
+        files["s%d.bin" % n] = data
+        with open(os.path.join(root, "s%d.bin" % n), "wb") as f:
+            f.write(data)
+    get = b"GET /s%d.bin HTTP/1.1\r\nHost: t\r\n\r\n"
+    for n in sizes:
+        exchange(srv, get % n, 200, files["s%d.bin" % n],
+                 b"application/octet-stream")
+    s = srv.connect()  # all of them pipelined on one connection, twice
+    buf = [b""]
+    s.sendall(b"".join(get % n for n in sizes + sizes))
+    for n in sizes + sizes:
+        line, hdrs, body = read_response(s, buf)
+        check_head(hdrs, 200, b"application/octet-stream", n)
+        expect(body == files["s%d.bin" % n], "pipelined body of %d" % n)
+    s.close()
+    # a slow reader: the server waits on its full socket while another
+    # connection is answered
+    slow = slow_connect(srv)
+    slow.sendall(get % (4 << 20))
+    time.sleep(0.2)
+    exchange(srv, b"GET /small.txt HTTP/1.1\r\nHost: t\r\n\r\n", 200,
+             files["small.txt"], b"text/plain")
+    buf = [b""]
+    while b"\r\n\r\n" not in buf[0]:
+        buf[0] += slow.recv(4096)
+    head, body = buf[0].split(b"\r\n\r\n", 1)
+    expect(head.startswith(b"HTTP/1.1 200 OK"), "slow reader: %r" % head)
+    while len(body) < 4 << 20:
+        d = slow.recv(8192)
+        expect(d, "slow reader: closed after %d bytes" % len(body))
+        body += d
+        if len(body) % (512 << 10) < 8192:
+            time.sleep(0.01)
+    expect(body == files["s%d.bin" % (4 << 20)], "slow reader's body")
+    slow.close()
+    # truncated while sent: the promised length cannot be kept, so the
+    # server closes; what came before the new end is the file's
+    big = os.urandom(16 << 20)
+    path = os.path.join(root, "shrinks.bin")
+    with open(path, "wb") as f:
+        f.write(big)
+    slow = slow_connect(srv)
+    slow.sendall(b"GET /shrinks.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+    got = b""
+    while len(got) < 65536:
+        d = slow.recv(65536)
+        expect(d, "shrinking file: closed early")
+        got += d
+    os.truncate(path, 1 << 20)
+    while True:
+        d = slow.recv(1 << 20)
+        if not d:
+            break
+        got += d
+    head, body = got.split(b"\r\n\r\n", 1)
+    expect(b"Content-Length: %d" % (16 << 20) in head, "shrinking head")
+    expect(len(body) < 16 << 20, "a truncated file sent whole")
+    expect(body[:min(len(body), 1 << 20)] == big[:min(len(body), 1 << 20)],
+           "bytes before the truncation differ")
+    slow.close()
+
+
 def test_refused(srv):
     get = b"GET %s HTTP/1.1\r\nHost: t\r\n\r\n"
     for path in (b"/../secret", b"/%2e%2e/secret", b"/sub/../../secret",
@@ -313,10 +393,20 @@ def main():
         try:
             test_files(srv, files)
             test_keepalive(srv, files)
+            test_sendfile(srv, root, files)
             test_refused(srv)
             test_malformed(srv)
         finally:
             srv.stop()
+        # every file by sendfile, then none: both paths at every size
+        for extra in (["--sendfile-min", "0"],
+                      ["--sendfile-min", "1000000000"]):
+            srv = Server(exe, root, *extra)
+            try:
+                test_files(srv, files)
+                test_sendfile(srv, root, files)
+            finally:
+                srv.stop()
         test_limit(exe, root)
     finally:
         shutil.rmtree(top)

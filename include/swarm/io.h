@@ -69,6 +69,19 @@ ssize_t swarm_preadv(int fd, const struct iovec *iov, int iovcnt, off_t offset);
 ssize_t swarm_pwritev(int fd, const struct iovec *iov, int iovcnt,
                       off_t offset);
 
+/* sendfile(2): copies up to count bytes from in_fd (a file) to out_fd in
+ * the kernel, without passing them through user space; offset NULL reads
+ * at in_fd's position and moves it, otherwise reads at *offset and updates
+ * *offset only. Like the kernel's blocking call it returns when count bytes
+ * are sent (at most 0x7ffff000), in_fd ends (fewer), or an error comes
+ * after none were sent; while a socket or pipe out_fd is full only the
+ * calling thread waits (SO_SNDTIMEO honoured: EAGAIN), and an out_fd the
+ * program made O_NONBLOCK gets EAGAIN (or the count so far). Errors as
+ * sendfile's: EBADF, EINVAL (negative *offset, a descriptor sendfile
+ * cannot use), EPIPE, ... Pages not in the page cache are read by the
+ * call itself: the worker waits for the disk then. */
+ssize_t swarm_sendfile(int out_fd, int in_fd, off_t *offset, size_t count);
+
 /* On a regular file or block device they run on the pool (a flush to the
  * disk may take tens of milliseconds); elsewhere the plain call. */
 int swarm_fsync(int fd);

@@ -159,6 +159,17 @@ static inline long sys_recvmsg(int fd, struct msghdr *m, int fl) {
 static inline long sys_sendmsg(int fd, const struct msghdr *m, int fl) {
   return sys_call(SYS_sendmsg, fd, m, fl);
 }
+/* sendfile: off NULL uses and moves in's file position (io/sendfile.c) */
+static inline long sys_sendfile(int out, int in, off_t *off, size_t n) {
+  return sys_call(SYS_sendfile, out, in, off, n);
+}
+static inline long sys_getsockopt(int fd, int level, int name, void *v,
+                                  socklen_t *len) {
+  return sys_call(SYS_getsockopt, fd, level, name, v, len);
+}
+static inline long sys_lseek(int fd, off_t off, int whence) {
+  return sys_call(SYS_lseek, fd, off, whence);
+}
 static inline long sys_accept4(int fd, struct sockaddr *a, socklen_t *al,
                                int fl) {
   return sys_call(SYS_accept4, fd, a, al, fl);

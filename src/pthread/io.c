@@ -60,12 +60,14 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/select.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "io/io.h"
 #include "pthread/dropin.h"
+#include "swarm/io.h"
 
 #define NODE(...)                                                              \
   struct io_node n;                                                            \
@@ -188,6 +190,16 @@ DROPIN_API ssize_t __pread_chk(int fd, void *buf, size_t count, off_t offset,
 DROPIN_API ssize_t __pread64_chk(int fd, void *buf, size_t count, off_t offset,
                                  size_t size)
     __attribute__((alias("__pread_chk")));
+
+/* sendfile (and sendfile64, the same on LP64): the kernel's copy, with
+ * only the calling thread waiting while the socket or pipe is full
+ * (io/sendfile.c). Not a cancellation point in glibc, nor here. */
+DROPIN_API ssize_t sendfile(int out_fd, int in_fd, off_t *offset,
+                            size_t count) {
+  return swarm_sendfile(out_fd, in_fd, offset, count);
+}
+DROPIN_API ssize_t sendfile64(int out_fd, int in_fd, off_t *offset,
+                              size_t count) __attribute__((alias("sendfile")));
 
 DROPIN_API int fsync(int fd) {
   cancel_point();

@@ -22,7 +22,8 @@ printf '%s\n' "$undef" | grep -qx libc_pthread_create ||
   { echo "no runtime object refers to libc_pthread_create: wrong objects?" >&2; exit 1; }
 for f in pthread_create pthread_mutex_lock pthread_cond_wait sem_wait sched_yield \
          nanosleep fork pthread_yield __pthread_register_cancel \
-         read write close fcntl pipe pread pread64 pwrite pwrite64 preadv64 pwritev64 fsync; do
+         read write close fcntl pipe pread pread64 pwrite pwrite64 preadv64 pwritev64 fsync \
+         sendfile sendfile64; do
   printf '%s\n' "$defined" | grep -qx "$f" || { echo "drop-in does not define $f" >&2; exit 1; }
 done
 if nm -D --undefined-only "$libswarm" | awk '{print $2}' | sed 's/@.*//' | grep -qx dlsym; then
