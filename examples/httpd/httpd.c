@@ -554,6 +554,7 @@ static void linger_close(int fd, char *sink, size_t cap) {
   struct timeval t = {.tv_sec = 1};
   shutdown(fd, SHUT_WR);
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &t, sizeof t);
+  rt_flags_changed(); /* the socket has been waited on: see rt.h */
   size_t total = 0;
   ssize_t n;
   while (total < (1u << 20) && (n = rt_read(fd, sink, cap)) > 0)

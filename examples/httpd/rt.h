@@ -55,6 +55,7 @@ static inline const char *rt_name(void) {
 static inline int rt_workers(void) {
   return 0;
 }
+static inline void rt_flags_changed(void) {}
 #else
 #include "swarm.h"
 #include "swarm/io.h"
@@ -70,11 +71,16 @@ static inline int rt_workers(void) {
 
 static swarm_attr_t rt_attr;
 
-/* Workers come from SWARM_WORKERS (default: one per CPU). */
+/* Workers come from SWARM_WORKERS (default: one per CPU). The server sets
+ * its sockets' options before their first wait, and says so after the one
+ * change it makes later (rt_flags_changed), so swarm may keep what the
+ * kernel said of O_NONBLOCK and the timeouts per descriptor instead of asking
+ * before every wait (swarm_io_cache_flags: two system calls fewer). */
 static inline int rt_start(void) {
   int e = swarm_init(NULL);
   if (e != 0)
     return e;
+  swarm_io_cache_flags();
   swarm_attr_init(&rt_attr);
   swarm_attr_setdetachstate(&rt_attr, SWARM_CREATE_DETACHED);
   return swarm_attr_setstacksize(&rt_attr, RT_STACK_SIZE);
@@ -90,6 +96,9 @@ static inline const char *rt_name(void) {
 }
 static inline int rt_workers(void) {
   return swarm_num_workers();
+}
+static inline void rt_flags_changed(void) {
+  swarm_io_flags_changed();
 }
 #endif
 

@@ -23,7 +23,8 @@
  * It loops until count bytes are sent, the file ends (a call that sends
  * 0) or an error, like the kernel's blocking sendfile; an error after some
  * bytes went returns the count. A socket the program made O_NONBLOCK gets
- * EAGAIN where it would wait (checked only then: F_GETFL), and SO_SNDTIMEO ends
+ * EAGAIN where it would wait (checked only then, as io_call checks it:
+ * kept per descriptor under swarm_io_cache_flags), and SO_SNDTIMEO ends
  * each wait with EAGAIN (or the count sent so far).
  *
  * Known limit: the file's pages are read by the sending call itself, so a
@@ -59,19 +60,18 @@ static long socket_room(int fd) {
 /* Waits for out to take more: 0, or -errno (EAGAIN for a descriptor the
  * program made non-blocking or a send timeout, EBADF when it is closed). */
 static long wait_room(int out, bool sock) {
-  long fl = sys_fcntl(out, F_GETFL, 0);
-  if (fl < 0)
-    return fl;
-  if (fl & O_NONBLOCK)
+  /* O_NONBLOCK and SO_SNDTIMEO as io_call asks them: from the kernel, or
+   * kept per descriptor under swarm_io_cache_flags / the drop-in. */
+  struct io_fd *e = io_fd_get(out, true);
+  if (!e)
+    return -*os_errno_location();
+  if (io_fd_nonblock(e, out))
     return -EAGAIN;
   int ms = -1;
-  struct timeval tv = {0, 0};
-  socklen_t tl = sizeof tv;
-  if (sock && sys_getsockopt(out, SOL_SOCKET, SO_SNDTIMEO, &tv, &tl) == 0 &&
-      (tv.tv_sec || tv.tv_usec))
-    ms = tv.tv_sec > 1000000
-             ? 1000000000
-             : (int)(tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000);
+  int64_t ns = sock ? io_fd_timeout(e, out, 1) : -1;
+  if (ns > 0)
+    ms =
+        ns / 1000000 > 1000000000 ? 1000000000 : (int)((ns + 999999) / 1000000);
   int r = swarm_fd_wait(out, POLLOUT, ms);
   if (r < 0)
     return -*os_errno_location();
