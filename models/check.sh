@@ -43,10 +43,6 @@ run() {
 run deque.pml pass
 run deque.pml fail -DNO_TAKE_FENCE
 run deque.pml fail -DNO_PUSH_RELEASE
-# The asymmetric fence (deque.h: deque_take_begin_light, deque_steal): the
-# take's fence is the thieves' membarrier; without it the deque breaks.
-run deque.pml pass -DASYM
-run deque.pml fail -DASYM -DNO_MEMBARRIER
 # sched.c fences a push into a deque that looked empty (make_runnable) and
 # the sleeper's re-check (worker_sleep). The model's deque holds only P, so
 # its push is that case.

@@ -18,16 +18,6 @@
  *           NO_TAKE_FENCE, the owner and a thief both take the last item).
  *   CAS     seq_cst read-modify-write on top: drains the buffers and is
  *           atomic; owner and thieves race for the last item with it.
- * The asymmetric variant (ASYM; deque.h's deque_take_begin_light, used by
- * the kept-stack exit when the runtime registered membarrier): the take's
- * fence is only a compiler barrier, and a thief that a plain read of top
- * and bottom says has something to take calls membarrier between its load
- * of top and its second load of bottom. The call makes every running
- * thread of the process execute a full barrier at some point while it
- * lasts, so it is modelled as the thief waiting, at one step, until the
- * owner's store buffers are empty (the owner's stores before that point
- * are visible; later ones are after it in program order). Without the
- * call (ASYM -DNO_MEMBARRIER) the owner and a thief both take an item.
  * Not modelled, argued instead (deque.h has the same at each line):
  *   - thieves' loads are performed in program order. In C11 the acquire on
  *     top and bottom gives that; the steal-side seq_cst fence pairs with
@@ -94,9 +84,9 @@ active proctype owner() {
   :: round == 2 || round >= 4 && round <= 6 ->       /* take() */
      b = my_bottom - 1;
      my_bottom = b; sb_bottom!b;                     /* relaxed */
-#if !defined(NO_TAKE_FENCE) && !defined(ASYM)
+#ifndef NO_TAKE_FENCE
      fence_seq_cst();             /* fence(seq_cst) */
-#endif                            /* ASYM: a compiler barrier only */
+#endif
      t = top;                     /* relaxed (deque_take_begin) */
      if
      :: t < b -> x = my_slot[b % N]
@@ -125,16 +115,6 @@ active [2] proctype thief() {
   :: tries == 2 -> break
   :: else ->
      t = top;                     /* acquire */
-#ifdef ASYM
-     b = bottom;                  /* the plain read: looks empty? */
-     if
-     :: t >= b -> goto done       /* a thief may always fail */
-     :: else -> skip
-     fi;
-#ifndef NO_MEMBARRIER
-     fence_seq_cst();             /* membarrier: the owner's full barrier */
-#endif
-#endif
      /* fence(seq_cst): thieves buffer no stores, nothing to drain */
      b = bottom;                  /* acquire */
      if
@@ -150,7 +130,6 @@ active [2] proctype thief() {
      :: else -> x = EMPTY
      fi;
      record(x);
-done:
      tries++
   od;
   finished++

@@ -1,37 +1,11 @@
 /*
  * core/deque.c — the cold paths of the work-stealing deque in deque.h:
- * creation, growth and destruction, and the thieves' side of the
- * asymmetric take fence (membarrier's registration and call). See deque.h
- * for the invariants.
+ * creation, growth and destruction. See deque.h for the invariants.
  */
 #include "core/deque.h"
 
-#include "os/sys.h"
-
 #include <errno.h>
-#include <linux/membarrier.h>
 #include <stdlib.h>
-#include <string.h>
-
-bool deque_membarrier;
-
-void deque_fence_init(void) {
-  const char *v = getenv("SWARM_MEMBARRIER");
-  bool want = !(v && strcmp(v, "0") == 0);
-  long cmds = want ? sys_membarrier(MEMBARRIER_CMD_QUERY) : 0;
-  /* Registration is per process: a fork child registers again (its
-   * runtime start calls this before any worker runs). */
-  deque_membarrier =
-      cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
-      sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
-}
-
-bool deque_thief_fence(void) {
-  if (deque_membarrier)
-    return sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0;
-  atomic_thread_fence(memory_order_seq_cst);
-  return true;
-}
 
 static struct deque_array *array_new(int64_t capacity) {
   struct deque_array *a =

@@ -16,14 +16,6 @@
  *    the deque is destroyed, when no thief can be running.
  *  - Items are never NULL; NULL means "empty" and DEQUE_ABORT means a thief
  *    lost a race and may retry.
- *  - The take's store-load fence (bottom stored, then top loaded) pairs with
- *    the thief's between its loads of top and bottom. Asymmetric variant:
- *    when the runtime registered membarrier(MEMBARRIER_CMD_PRIVATE_
- *    EXPEDITED) (deque_membarrier), thieves call it there instead, which
- *    runs a full barrier on every CPU running this process, so the owner's
- *    hottest take (deque_take_begin_light) needs only a compiler barrier.
- *    Where registration fails (old kernel, qemu-user, seccomp) thieves fence
- *    and the light take is never reached (see deque_take_begin_light).
  */
 #ifndef SWARM_CORE_DEQUE_H
 #define SWARM_CORE_DEQUE_H
@@ -123,20 +115,17 @@ deque_top_below(struct deque *d, int64_t b) {
 #endif
 }
 
-/* The take's first half, with the store-load fence (full) or with only a
- * compiler barrier (light: deque_take_begin_light). */
+/* Owner: deque_take in two halves, for a caller whose fast path wants only
+ * the common case. deque_take_begin claims the bottom slot and returns its
+ * item when no thief can reach it (not the last one); otherwise NULL, and
+ * the caller must finish with deque_take_end(d, *b). */
 static inline __attribute__((always_inline)) void *
-deque_take_begin_as(struct deque *d, int64_t *b_out, bool full) {
+deque_take_begin(struct deque *d, int64_t *b_out) {
   int64_t b = deque_bottom_dec(d);
   /* seq_cst fence: the store to bottom must be visible before we read top,
    * or a thief and we could both take the last item (store-load order; the
-   * thief has the matching fence between its loads of top and bottom).
-   * Light: the thieves' membarrier makes this CPU execute that fence for
-   * us whenever one of them needs it (the asymmetric fence, below). */
-  if (full)
-    atomic_thread_fence(memory_order_seq_cst);
-  else
-    atomic_signal_fence(memory_order_seq_cst);
+   * thief has the matching fence between its loads of top and bottom). */
+  atomic_thread_fence(memory_order_seq_cst);
   *b_out = b;
   if (__builtin_expect(deque_top_below(d, b), 1)) {
     /* Items are never NULL; saying so lets the caller's NULL test fold
@@ -148,26 +137,6 @@ deque_take_begin_as(struct deque *d, int64_t *b_out, bool full) {
     return item;
   }
   return NULL;
-}
-
-/* Owner: deque_take in two halves, for a caller whose fast path wants only
- * the common case. deque_take_begin claims the bottom slot and returns its
- * item when no thief can reach it (not the last one); otherwise NULL, and
- * the caller must finish with deque_take_end(d, *b). */
-static inline __attribute__((always_inline)) void *
-deque_take_begin(struct deque *d, int64_t *b_out) {
-  return deque_take_begin_as(d, b_out, true);
-}
-
-/* deque_take_begin without the fence: only while deque_membarrier is true
- * (every thief then calls membarrier between its loads of top and bottom,
- * deque_steal), which a caller knows without a test of its own: the
- * runtime gives workers room for kept stacks only then (trace.c:
- * set_steps), and the kept-stack exit is this function's one caller.
- * models/deque.pml checks it (ASYM). */
-static inline __attribute__((always_inline)) void *
-deque_take_begin_light(struct deque *d, int64_t *b_out) {
-  return deque_take_begin_as(d, b_out, false);
 }
 
 /* The rest of a take that deque_take_begin left (top >= b): the last item,
@@ -195,30 +164,11 @@ static inline __attribute__((always_inline)) void *deque_take(struct deque *d) {
   return item ? item : deque_take_end(d, b);
 }
 
-/* Whether thieves use membarrier (deque_fence_init, at every runtime start,
- * a fork child's included): set while no worker runs, read by thieves. */
-extern bool deque_membarrier;
-
-/* Registers the process for the expedited private membarrier when the
- * kernel has it and SWARM_MEMBARRIER is not 0; sets deque_membarrier. */
-void deque_fence_init(void);
-
-/* The thief's side of the take's fence: membarrier when registered (false
- * when the call fails: the steal then fails, as a thief may), else a
- * seq_cst fence. Out of line: thieves are rare next to takes. */
-bool deque_thief_fence(void);
-
-/* Thief: take the oldest item. NULL when empty, DEQUE_ABORT on a lost race.
- * A plain read of bottom first: when it says empty the thief gives up
- * without the fence (a thief may always fail), so the fence, a system call
- * under membarrier, is paid by the steals that may succeed. */
+/* Thief: take the oldest item. NULL when empty, DEQUE_ABORT on a lost race. */
 static inline void *deque_steal(struct deque *d) {
   int64_t t = atomic_load_explicit(&d->top, memory_order_acquire);
-  if (t >= atomic_load_explicit(&d->bottom, memory_order_relaxed))
-    return NULL;
-  /* pairs with the owner's fence in deque_take_begin_as (see there). */
-  if (!deque_thief_fence())
-    return NULL;
+  /* seq_cst fence: pairs with the owner's in deque_take (see there). */
+  atomic_thread_fence(memory_order_seq_cst);
   int64_t b = atomic_load_explicit(&d->bottom, memory_order_acquire);
   if (t >= b)
     return NULL;

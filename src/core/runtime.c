@@ -315,7 +315,6 @@ static int runtime_start(const swarm_config_t *config,
    * owns stays its (a recursive relock, an error-checking unlock). */
   if (!adopt)
     adopt = external_thread_current();
-  deque_fence_init(); /* before set_steps (trace_start) and any thief */
   r = workers_make(swarm_rt.nslots, &p);
   if (!r)
     r = worker0_enter(adopt, &p);

@@ -296,9 +296,7 @@ exit_keep(struct worker *w, struct swarm_thread *t, void *result) {
   t->result = result;
   counter_inc(&w->stat_exited_pub);
   int64_t b;
-  /* No fence: a worker has room for kept stacks only while thieves use
-   * membarrier (deque_take_begin_light). */
-  struct swarm_thread *next = deque_take_begin_light(&w->deque, &b);
+  struct swarm_thread *next = deque_take_begin(&w->deque, &b);
   if (unlikely(!next)) {
     exit_keep_slow(w, t, b);
     return;

@@ -93,8 +93,6 @@ void swarm_stats_print(void) {
   }
   dprintf(fd, "swarm stats: guard pages by %s, default stack %zu bytes\n",
           os_guard_kind(), swarm_rt.default_stack);
-  dprintf(fd, "swarm stats: deque take fence by %s\n",
-          deque_membarrier ? "thieves' membarrier" : "the owner's fence");
   const struct swarm_io_hooks *io =
       atomic_load_explicit(&swarm_io_hooks, memory_order_acquire);
   const char *io_note = io && io->describe ? io->describe() : NULL;

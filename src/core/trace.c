@@ -575,10 +575,8 @@ static void set_steps(const struct trace_steps *s) {
     w->after_exit = s->after_exit;
     w->exit_cache_size = s->after_exit ? 0 : swarm_rt.default_stack;
     /* A traced exit records its switch in an after step, so it takes the
-     * way that releases its stack (spawn.c). So does every exit where
-     * thieves fence instead of calling membarrier: the kept-stack exit's
-     * take has no fence of its own (deque.h: deque_take_begin_light). */
-    w->stack_keep_room = s->after_exit || !deque_membarrier
+     * way that releases its stack (spawn.c). */
+    w->stack_keep_room = s->after_exit
                              ? 0
                              : (int32_t)limits_stack_keep_max(
                                    swarm_rt.default_stack + swarm_rt.guard_size,

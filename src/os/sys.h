@@ -256,15 +256,6 @@ static inline long sys_sleep_until(clockid_t clock,
 static inline long sys_gettid(void) {
   return syscall(SYS_gettid);
 }
-/* membarrier(2): -ENOSYS where the headers do not name it. */
-static inline long sys_membarrier(int cmd) {
-#ifdef SYS_membarrier
-  return sys_call(SYS_membarrier, cmd, 0, 0);
-#else
-  (void)cmd;
-  return -ENOSYS;
-#endif
-}
 
 /* ---- libc's own functions, never an interposer ---- */
 
