@@ -325,12 +325,13 @@ int inline_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
   if (unlikely(!w || attr->magic_ != SWARM_ATTR_MAGIC || !fn ||
                (!out && !attr->detached_)))
     return spawn_plain_general(out, attr, fn, arg);
-  struct swarm_thread *parent = w->current, *t = w->descs.head;
+  struct swarm_thread *parent = w->current;
   int depth = __atomic_load_n(&inline_depth_cached, __ATOMIC_RELAXED);
-  if (unlikely(!t || t->stack.size))
-    return inline_spawn_prepare(out, attr, fn, arg);
   if (!inline_may_run(w, parent, attr, depth))
     return inline_decline(out, attr, fn, arg);
+  struct swarm_thread *t = w->descs.head;
+  if (unlikely(!t || t->stack.size))
+    return inline_spawn_prepare(out, attr, fn, arg);
   w->descs.head = t->next;
   w->descs.count--;
   t->stack = parent->stack; /* bounds for fault.c, ASan, nesting */
