@@ -14,20 +14,20 @@
  *  - The run (inline_spawn): the child gets a descriptor of its own, with
  *    kind THREAD_INLINE and the parent's stack bounds, so everything that
  *    looks at the running thread sees the child: swarm_self, errno (the
- *    parent's is kept in a local), the upper layers' slots, a park (the
+ *    parent's is kept in its saved_errno), the upper layers' slots, a park (the
  *    child's saved sp is on the parent's stack, which moves with it), the
  *    overflow report (fault.c), ASan's fiber bounds. The parent is owned by
  *    the call: it is in no deque and no list until the child returns, so
  *    nothing can run it meanwhile; that is the promise the spawner made.
  *    A descriptor that kept a stack (spawn.c) gives it back first.
- *  - The call (swarm_arch_inline_run, arch/x86_64.S; a __builtin_setjmp
- *    twin below for the other back ends): fn(arg) as a plain call with an
- *    unwind point, the callee-saved registers pushed once and the stack
- *    pointer stored in the parent's sp (nothing reads it while the parent
- *    is owned by the call). inline_spawn makes no call but its tail call
- *    of it and the run ends in a tail call of inline_done, so neither
- *    saves a register of its own; the parent goes in the child's arg
- *    (read otherwise only by thread_entry), the parent's errno in its
+ *  - The call (swarm_arch_inline_run, arch/x86_64.S and aarch64.S; a
+ *    __builtin_setjmp twin below for the portable back end): fn(arg) as a
+ *    plain call with an unwind point, the callee-saved registers saved once
+ *    and the stack pointer stored in the parent's sp (nothing reads it while
+ *    the parent is owned by the call). inline_spawn makes no call but its
+ *    tail call of it and the run ends in a tail call of inline_done, so
+ *    neither saves a register of its own; the parent goes in the child's
+ *    arg (read otherwise only by thread_entry), the parent's errno in its
  *    saved_errno, as a switched-out thread's.
  *  - The exit (inline_exit): swarm_exit from an inlined child runs the exit
  *    work (thread-specific data, cleanup handlers) on the child's frames,
@@ -134,12 +134,14 @@ static inline bool inline_may_run(struct worker *w, struct swarm_thread *parent,
 
 /* The call with an unwind point (see the file comment): fn(arg) runs as a
  * plain call; *unwind gets the point swarm_exit goes back to; both ways end
- * in inline_done(result), whose value is returned. x86-64's assembly back
- * end has it (arch/x86_64.S: it saves the six callee-saved registers and
- * the stack pointer, nothing else, and the common path reloads none);
- * elsewhere __builtin_setjmp does it. */
+ * in inline_done(result), whose value is returned. The assembly back ends
+ * have it (arch/x86_64.S, arch/aarch64.S: they save the callee-saved
+ * registers and the stack pointer, nothing else, and the common path
+ * reloads none but aarch64's fp and lr); the portable one uses
+ * __builtin_setjmp. */
 int inline_done(void *result);
-#if defined(__x86_64__) && defined(SWARM_ARCH_PUBLISH_LAST)
+#if (defined(__x86_64__) || defined(__aarch64__)) &&                           \
+    defined(SWARM_ARCH_PUBLISH_LAST)
 int swarm_arch_inline_run(void *(*fn)(void *), void *arg, void **unwind)
     __attribute__((visibility("hidden")));
 _Noreturn void swarm_arch_inline_unwind(void *sp, void *result)
