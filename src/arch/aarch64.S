@@ -136,4 +136,81 @@ swarm_arch_trampoline:
         .cfi_endproc
         .size   swarm_arch_trampoline, .-swarm_arch_trampoline
 
+
+/* Core's inline_done (core/inline.c), reached by name. Weak: libswarm-dist
+ * links this file without core, and never calls what calls it. */
+        .weak   inline_done
+        .hidden inline_done
+
+        .globl  swarm_arch_inline_run
+        .hidden swarm_arch_inline_run
+        .type   swarm_arch_inline_run, %function
+        .p2align 4
+/* int swarm_arch_inline_run(void *(*fn)(void *) (x0), void *arg (x1),
+ *                           void **unwind (x2))
+ * Not part of the switch contract: core's inline opt-in (core/inline.c).
+ * Calls fn(arg) as a plain call on this stack with an unwind point for
+ * swarm_arch_inline_unwind: the callee-saved registers stored in the
+ * switch's frame layout (no FPCR: a call keeps none) and sp stored in
+ * *unwind. fn returns with x19-x28, d8-d15 and fp intact, so the common path
+ * reloads only fp and lr. Either way it ends with a tail call of core's
+ * inline_done(result), whose value it returns. */
+swarm_arch_inline_run:
+        .cfi_startproc
+        hint    #34                 /* bti c */
+        sub     sp, sp, #160
+        .cfi_def_cfa_offset 160
+        stp     x19, x20, [sp, #0]
+        stp     x21, x22, [sp, #16]
+        stp     x23, x24, [sp, #32]
+        stp     x25, x26, [sp, #48]
+        stp     x27, x28, [sp, #64]
+        stp     x29, x30, [sp, #80]
+        .cfi_offset x29, -80
+        .cfi_offset x30, -72
+        stp     d8, d9, [sp, #96]
+        stp     d10, d11, [sp, #112]
+        stp     d12, d13, [sp, #128]
+        stp     d14, d15, [sp, #144]
+        mov     x9, sp
+        str     x9, [x2]
+        mov     x9, x0
+        mov     x0, x1
+        blr     x9
+.Linline_returned:                  /* x0: fn's result; sp as stored */
+        ldp     x29, x30, [sp, #80]
+        add     sp, sp, #160
+        .cfi_def_cfa_offset 0
+        .cfi_restore x29
+        .cfi_restore x30
+        b       inline_done         /* hidden: a direct branch */
+        .cfi_endproc
+        .size   swarm_arch_inline_run, .-swarm_arch_inline_run
+
+        .globl  swarm_arch_inline_unwind
+        .hidden swarm_arch_inline_unwind
+        .type   swarm_arch_inline_unwind, %function
+        .p2align 4
+/* _Noreturn void swarm_arch_inline_unwind(void *sp (x0), void *result (x1))
+ * Leaves every frame below an unwind point that swarm_arch_inline_run
+ * stored (sp) as if its fn had returned result: the callee-saved
+ * registers back from the frame, then inline_done(result). */
+swarm_arch_inline_unwind:
+        .cfi_startproc
+        hint    #34                 /* bti c */
+        mov     sp, x0
+        ldp     x19, x20, [sp, #0]
+        ldp     x21, x22, [sp, #16]
+        ldp     x23, x24, [sp, #32]
+        ldp     x25, x26, [sp, #48]
+        ldp     x27, x28, [sp, #64]
+        ldp     d8, d9, [sp, #96]
+        ldp     d10, d11, [sp, #112]
+        ldp     d12, d13, [sp, #128]
+        ldp     d14, d15, [sp, #144]
+        mov     x0, x1
+        b       .Linline_returned
+        .cfi_endproc
+        .size   swarm_arch_inline_unwind, .-swarm_arch_inline_unwind
+
         .section .note.GNU-stack,"",%progbits

@@ -27,6 +27,8 @@
         .hidden swarm_thread_finish
         .weak   swarm_thread_published
         .hidden swarm_thread_published
+        .weak   inline_done
+        .hidden inline_done
 
 /* Saves the running context's callee-saved registers and FP control state
  * on its stack (the frame described above, minus the return address the
@@ -300,5 +302,81 @@ swarm_arch_trampoline:
         ud2                         /* entry must not return */
         .cfi_endproc
         .size   swarm_arch_trampoline, .-swarm_arch_trampoline
+
+
+        .globl  swarm_arch_inline_run
+        .hidden swarm_arch_inline_run
+        .type   swarm_arch_inline_run, @function
+        .p2align 4
+/* int swarm_arch_inline_run(void *(*fn)(void *) (rdi), void *arg (rsi),
+ *                           void **unwind (rdx))
+ * Not part of the switch contract: core's inline opt-in (core/inline.c).
+ * Calls fn(arg) as a plain call on this stack with an unwind point for
+ * swarm_arch_inline_unwind: the callee-saved registers are pushed in the
+ * switch's frame layout (no FP control: a call keeps none) and the stack
+ * pointer stored in *unwind. fn returns with those registers intact, so
+ * the common path never reloads them. Either way it ends with a tail call
+ * of core's inline_done(result), whose value it returns. */
+swarm_arch_inline_run:
+        .cfi_startproc
+        pushq   %rbp
+        .cfi_adjust_cfa_offset 8
+        .cfi_rel_offset rbp, 0
+        pushq   %rbx
+        .cfi_adjust_cfa_offset 8
+        .cfi_rel_offset rbx, 0
+        pushq   %r12
+        .cfi_adjust_cfa_offset 8
+        .cfi_rel_offset r12, 0
+        pushq   %r13
+        .cfi_adjust_cfa_offset 8
+        .cfi_rel_offset r13, 0
+        pushq   %r14
+        .cfi_adjust_cfa_offset 8
+        .cfi_rel_offset r14, 0
+        pushq   %r15
+        .cfi_adjust_cfa_offset 8
+        .cfi_rel_offset r15, 0
+        subq    $8, %rsp            /* 16-byte aligned for the call */
+        .cfi_adjust_cfa_offset 8
+        movq    %rsp, (%rdx)
+        movq    %rdi, %rax
+        movq    %rsi, %rdi
+        call    *%rax
+.Linline_returned:                  /* rax: fn's result; rsp as stored */
+        movq    %rax, %rdi
+        addq    $56, %rsp
+        .cfi_adjust_cfa_offset -56
+        .cfi_restore rbp
+        .cfi_restore rbx
+        .cfi_restore r12
+        .cfi_restore r13
+        .cfi_restore r14
+        .cfi_restore r15
+        jmp     inline_done         /* hidden: a direct jump */
+        .cfi_endproc
+        .size   swarm_arch_inline_run, .-swarm_arch_inline_run
+
+        .globl  swarm_arch_inline_unwind
+        .hidden swarm_arch_inline_unwind
+        .type   swarm_arch_inline_unwind, @function
+        .p2align 4
+/* _Noreturn void swarm_arch_inline_unwind(void *sp (rdi), void *result (rsi))
+ * Leaves every frame below an unwind point that swarm_arch_inline_run
+ * stored (sp) as if its fn had returned result: the callee-saved
+ * registers back from the frame, then inline_done(result). */
+swarm_arch_inline_unwind:
+        .cfi_startproc
+        movq    %rdi, %rsp
+        movq    8(%rsp), %r15
+        movq    16(%rsp), %r14
+        movq    24(%rsp), %r13
+        movq    32(%rsp), %r12
+        movq    40(%rsp), %rbx
+        movq    48(%rsp), %rbp
+        movq    %rsi, %rax
+        jmp     .Linline_returned
+        .cfi_endproc
+        .size   swarm_arch_inline_unwind, .-swarm_arch_inline_unwind
 
         .section .note.GNU-stack,"",@progbits

@@ -14,17 +14,26 @@
  *  - The run (inline_spawn): the child gets a descriptor of its own, with
  *    kind THREAD_INLINE and the parent's stack bounds, so everything that
  *    looks at the running thread sees the child: swarm_self, errno (the
- *    parent's is kept in a local), the upper layers' slots, a park (the
+ *    parent's is kept in its saved_errno), the upper layers' slots, a park (the
  *    child's saved sp is on the parent's stack, which moves with it), the
  *    overflow report (fault.c), ASan's fiber bounds. The parent is owned by
  *    the call: it is in no deque and no list until the child returns, so
  *    nothing can run it meanwhile; that is the promise the spawner made.
  *    A descriptor that kept a stack (spawn.c) gives it back first.
+ *  - The call (swarm_arch_inline_run, arch/x86_64.S and aarch64.S; a
+ *    __builtin_setjmp twin below for the portable back end): fn(arg) as a
+ *    plain call with an unwind point, the callee-saved registers saved once
+ *    and the stack pointer stored in the parent's sp (nothing reads it while
+ *    the parent is owned by the call). inline_spawn makes no call but its
+ *    tail call of it and the run ends in a tail call of inline_done, so
+ *    neither saves a register of its own; the parent goes in the child's
+ *    arg (read otherwise only by thread_entry), the parent's errno in its
+ *    saved_errno, as a switched-out thread's.
  *  - The exit (inline_exit): swarm_exit from an inlined child runs the exit
  *    work (thread-specific data, cleanup handlers) on the child's frames,
- *    then unwinds to the spawn point with __builtin_longjmp; its buffer is
- *    in inline_call's frame, its address in the child's `arg`, which only
- *    thread_entry reads otherwise.
+ *    then leaves them for the unwind point (swarm_arch_inline_unwind: the
+ *    registers back from it), where inline_done publishes it as if fn had
+ *    returned. The common path pays nothing for it but the pushes.
  *
  * Invariants: everything written to the child's descriptor (its stack back,
  * kind USER) precedes the publication of EXITED, after which a joiner may
@@ -34,6 +43,8 @@
  * quiescence (sched.c) holds.
  */
 #include <errno.h>
+#include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +65,9 @@ _Static_assert(sizeof(swarm_attr_t) == 2 * sizeof(uint32_t) + sizeof(size_t) +
 
 #define INLINE_DEPTH_DEFAULT 4
 #define INLINE_DEPTH_MAX 1000000
+/* Not read yet: more than any deque holds, so that the rule's depth test
+ * says no and inline_decline reads it (one test fewer on the fast path). */
+#define INLINE_DEPTH_UNREAD INT_MAX
 #define INLINE_ROOM_MIN ((size_t)16384)
 
 /* ---- attributes ---- */
@@ -77,7 +91,7 @@ int swarm_attr_getinline(const swarm_attr_t *attr, int *may_inline) {
 
 /* SWARM_INLINE_DEPTH, read once (a benign race: every reader computes the
  * same value). */
-static int inline_depth_cached = -1;
+static int inline_depth_cached = INLINE_DEPTH_UNREAD;
 
 static __attribute__((noinline, cold)) int inline_depth_read(void) {
   int d = INLINE_DEPTH_DEFAULT;
@@ -104,36 +118,52 @@ static inline bool inline_may_run(struct worker *w, struct swarm_thread *parent,
   if (unlikely(!parent || parent->pinned_worker >= 0 ||
                (parent->kind != THREAD_USER && parent->kind != THREAD_INLINE)))
     return false;
-  if (deque_size(&w->deque) < depth)
+  /* deque_size without its clamp: a transient negative is < depth too
+   * (or, at depth 0, lets a child run inline while the deque is empty). */
+  int64_t n = atomic_load_explicit(&w->deque.bottom, memory_order_relaxed) -
+              atomic_load_explicit(&w->deque.top, memory_order_relaxed);
+  if (n < depth)
     return false;
   size_t size = attr->stack_size_ ? attr->stack_size_ : swarm_rt.default_stack;
-  size_t need = size / 2 > INLINE_ROOM_MIN ? size / 2 : INLINE_ROOM_MIN;
-  char *sp = inline_sp();
-  return sp > parent->stack.lo && (size_t)(sp - parent->stack.lo) >= need;
+  size_t need = (size > 2 * INLINE_ROOM_MIN ? size : 2 * INLINE_ROOM_MIN) / 2;
+  /* Signed: a stack pointer below the bounds (never, but) says no. */
+  return inline_sp() - parent->stack.lo >= (ptrdiff_t)need;
 }
 
 /* ---- the run and the exit ---- */
 
-static void inline_trace(struct worker *w, struct swarm_thread *from,
-                         struct swarm_thread *to, bool spawn);
-
-/* Calls fn(arg) as the child t of parent on w, with an unwind point for
- * swarm_exit (inline_exit), and returns its result. noinline: the buffer
- * and the registers __builtin_setjmp saves belong to this frame alone (in
- * inline_spawn's frame they cost more: GCC keeps all of its values in
- * memory). The spawn's trace point is here, where every register is
- * saved anyway, so that inline_spawn makes no call before this one. */
-static __attribute__((noinline)) void *
-inline_call(struct worker *w, struct swarm_thread *parent,
-            struct swarm_thread *t, void *(*fn)(void *), void *arg) {
-  void *jb[5];
-  if (unlikely(w->trace))
-    inline_trace(w, parent, t, true);
-  if (__builtin_setjmp(jb)) /* from inline_exit: t may be stale; re-read */
-    return worker_current()->current->result;
-  t->arg = jb;
-  return fn(arg);
+/* The call with an unwind point (see the file comment): fn(arg) runs as a
+ * plain call; *unwind gets the point swarm_exit goes back to; both ways end
+ * in inline_done(result), whose value is returned. The assembly back ends
+ * have it (arch/x86_64.S, arch/aarch64.S: they save the callee-saved
+ * registers and the stack pointer, nothing else, and the common path
+ * reloads none but aarch64's fp and lr); the portable one uses
+ * __builtin_setjmp. */
+int inline_done(void *result);
+#if (defined(__x86_64__) || defined(__aarch64__)) &&                           \
+    defined(SWARM_ARCH_PUBLISH_LAST)
+int swarm_arch_inline_run(void *(*fn)(void *), void *arg, void **unwind)
+    __attribute__((visibility("hidden")));
+_Noreturn void swarm_arch_inline_unwind(void *sp, void *result)
+    __attribute__((visibility("hidden")));
+#else
+static __attribute__((noinline)) int
+swarm_arch_inline_run(void *(*fn)(void *), void *arg, void **unwind) {
+  void *jb[5], *result;
+  if (__builtin_setjmp(jb)) { /* from swarm_arch_inline_unwind */
+    result = worker_current()->current->result;
+  } else {
+    *unwind = jb;
+    result = fn(arg);
+  }
+  return inline_done(result);
 }
+
+_Noreturn static void swarm_arch_inline_unwind(void *sp, void *result) {
+  worker_current()->current->result = result;
+  __builtin_longjmp(sp, 1);
+}
+#endif
 
 /* The upper layers' exit work, on the child's frames (it may block);
  * true if there was any. */
@@ -148,15 +178,18 @@ static inline bool inline_exit_work(struct swarm_thread *t) {
   return true;
 }
 
+/* The unwind point of the running inlined child t: in its parent's sp,
+ * which nothing reads while the parent is owned by the call (it is in no
+ * deque or list, and is not switched out); the parent is in t->arg, which
+ * only thread_entry reads otherwise. */
 _Noreturn void inline_exit(struct swarm_thread *t, void *result) {
   inline_exit_work(t);
   t = worker_current()->current; /* the same thread, perhaps moved */
-  t->result = result;
-  void **jb = t->arg;
+  struct swarm_thread *parent = t->arg;
 #ifdef SWARM_ASAN
-  __asan_handle_no_return(); /* the frames below jb are left */
+  __asan_handle_no_return(); /* the frames below the point are left */
 #endif
-  __builtin_longjmp(jb, 1);
+  swarm_arch_inline_unwind(parent->sp, result);
 }
 
 static __attribute__((noinline, cold)) void
@@ -168,28 +201,63 @@ inline_trace(struct worker *w, struct swarm_thread *from,
   trace_switch_at(w->trace, now, to);
 }
 
-/* The child has returned `result` on w: publish its exit (as spawn.c's
- * exit_publish and exit_notify do) and give the worker back to parent. */
-static inline void inline_finish(struct worker *w, struct swarm_thread *t,
-                                 struct swarm_thread *parent, void *result) {
+/* A published exit with a joiner parked (WAITER) or a detached child:
+ * ready the joiner, or retire the descriptor; swarm_spawn's 0. */
+static __attribute__((noinline)) int
+inline_notify(struct worker *w, struct swarm_thread *t, uint64_t old) {
+  if (old & CTL_WAITER) {
+    TRACE_READY(w, t->joiner);
+    make_runnable(w, t->joiner);
+  } else {
+    desc_release(w, t);
+  }
+  return 0;
+}
+
+/* The child t, w's current thread, has ended with `result`: give the
+ * worker back to its parent (t->arg) with the parent's errno (in the
+ * parent's saved_errno, as a switched-out thread's is), then publish the
+ * exit (as spawn.c's exit_publish and exit_notify do). Every write to t
+ * precedes the add of EXITED, after which a joiner may release t. */
+static inline __attribute__((always_inline)) int
+inline_publish(struct worker *w, struct swarm_thread *t, void *result) {
+  struct swarm_thread *parent = t->arg;
   t->stack.lo = NULL; /* a free descriptor's: none kept */
   t->stack.size = 0;
   t->kind = THREAD_USER;
   t->result = result;
   counter_inc(&w->stat_exited_pub);
+  w->current = parent;
+  os_errno_set(parent->saved_errno);
   uint64_t old =
       atomic_fetch_add_explicit(&t->control, CTL_EXITED, memory_order_acq_rel);
-  if (unlikely(old & (CTL_WAITER | CTL_DETACHED))) {
-    if (old & CTL_WAITER) {
-      TRACE_READY(w, t->joiner);
-      make_runnable(w, t->joiner);
-    } else {
-      desc_release(w, t);
-    }
-  }
-  w->current = parent;
-  if (unlikely(w->trace))
-    inline_trace(w, t, parent, false);
+  if (unlikely(old & (CTL_WAITER | CTL_DETACHED)))
+    return inline_notify(w, t, old);
+  return 0;
+}
+
+/* inline_done with exit work (it may block) or a trace: the same after
+ * them. */
+static __attribute__((noinline)) int inline_done_slow(void *result) {
+  inline_exit_work(worker_current()->current);
+  struct worker *w = worker_current(); /* the child may have moved */
+  struct swarm_thread *t = w->current;
+  if (w->trace)
+    inline_trace(w, t, t->arg, false);
+  return inline_publish(w, t, result);
+}
+
+/* The child, w's current thread, has returned `result` (or unwound from
+ * swarm_exit): its end, and swarm_spawn's 0. It makes no call on the
+ * common path (a tail call at most), so it saves no register. */
+int inline_done(void *result) {
+  struct worker *w = worker_current(); /* the child may have moved */
+  struct swarm_thread *t = w->current;
+  if (unlikely((((uintptr_t)t->slots[SLOT_SYNC] |
+                 (uintptr_t)t->slots[SLOT_PTHREAD]) != 0) ||
+               w->trace))
+    return inline_done_slow(result);
+  return inline_publish(w, t, result);
 }
 
 /* The stack pointer, for the room check. */
@@ -206,13 +274,12 @@ static inline char *inline_sp(void) {
 /* inline_spawn's slow ways in: SWARM_INLINE_DEPTH read, the descriptor
  * cache refilled, or the stack the first descriptor kept (spawn.c) given
  * back, as spawn_bind_stack does for one of another size (an inlined
- * child's stack field holds its parent's bounds instead); then again.
- * A tail call, so that inline_spawn keeps nothing across a call before
- * the child's. */
+ * child's stack field holds its parent's bounds instead); then again. */
 static __attribute__((noinline, cold)) int
 inline_spawn_prepare(swarm_thread_t *out, const swarm_attr_t *attr,
                      void *(*fn)(void *), void *arg) {
-  if (__atomic_load_n(&inline_depth_cached, __ATOMIC_RELAXED) < 0)
+  if (__atomic_load_n(&inline_depth_cached, __ATOMIC_RELAXED) ==
+      INLINE_DEPTH_UNREAD)
     inline_depth_read();
   struct worker *w = worker_current();
   struct swarm_thread *t = w->descs.head;
@@ -230,35 +297,58 @@ inline_spawn_prepare(swarm_thread_t *out, const swarm_attr_t *attr,
   return inline_spawn(out, attr, fn, arg);
 }
 
+/* The rule said no: a plain spawn, unless SWARM_INLINE_DEPTH was not read
+ * yet (INLINE_DEPTH_UNREAD). */
+static __attribute__((noinline)) int inline_decline(swarm_thread_t *out,
+                                                    const swarm_attr_t *attr,
+                                                    void *(*fn)(void *),
+                                                    void *arg) {
+  if (unlikely(__atomic_load_n(&inline_depth_cached, __ATOMIC_RELAXED) ==
+               INLINE_DEPTH_UNREAD))
+    return inline_spawn_prepare(out, attr, fn, arg);
+  return spawn_plain_general(out, attr, fn, arg);
+}
+
+/* The traced run: the spawn's trace point, then the call. */
+static __attribute__((noinline, cold)) int
+inline_run_traced(struct worker *w, struct swarm_thread *parent,
+                  struct swarm_thread *t, void *(*fn)(void *), void *arg) {
+  inline_trace(w, parent, t, true);
+  return swarm_arch_inline_run(fn, arg, &parent->sp);
+}
+
+/* Makes no call but its last (a tail call of the run, which ends in
+ * inline_done's return to our caller), so nothing of it lives in
+ * callee-saved registers: the parent goes in the child's arg, its errno in
+ * its saved_errno. */
 int inline_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
                  void *(*fn)(void *), void *arg) {
   struct worker *w = worker_current();
   if (unlikely(!w || attr->magic_ != SWARM_ATTR_MAGIC || !fn ||
                (!out && !attr->detached_)))
     return spawn_plain_general(out, attr, fn, arg);
-  struct swarm_thread *parent = w->current, *t = w->descs.head;
+  struct swarm_thread *parent = w->current;
   int depth = __atomic_load_n(&inline_depth_cached, __ATOMIC_RELAXED);
-  if (unlikely(depth < 0 || !t || t->stack.size))
-    return inline_spawn_prepare(out, attr, fn, arg);
   if (!inline_may_run(w, parent, attr, depth))
-    return spawn_plain_general(out, attr, fn, arg);
+    return inline_decline(out, attr, fn, arg);
+  struct swarm_thread *t = w->descs.head;
+  if (unlikely(!t || t->stack.size))
+    return inline_spawn_prepare(out, attr, fn, arg);
   w->descs.head = t->next;
   w->descs.count--;
   t->stack = parent->stack; /* bounds for fault.c, ASan, nesting */
   t->kind = THREAD_INLINE;
   t->fn = fn;
+  t->arg = parent;
   if (unlikely(attr->detached_))
     atomic_fetch_or_explicit(&t->control, CTL_DETACHED, memory_order_relaxed);
   if (out)
     *out = desc_handle_free(t);
   counter_inc(&w->stat_spawned_pub);
   w->stats.inlined++;
-  int saved_errno = os_errno_take(); /* the child starts with 0 */
+  parent->saved_errno = os_errno_take(); /* the child starts with 0 */
   w->current = t;
-  void *result = inline_call(w, parent, t, fn, arg);
-  inline_exit_work(t);  /* it may block */
-  w = worker_current(); /* the child may have blocked and moved */
-  inline_finish(w, t, parent, result);
-  os_errno_set(saved_errno);
-  return 0;
+  if (unlikely(w->trace))
+    return inline_run_traced(w, parent, t, fn, arg);
+  return swarm_arch_inline_run(fn, arg, &parent->sp);
 }
