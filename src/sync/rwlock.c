@@ -325,8 +325,11 @@ static __attribute__((noinline)) int
 rw_lock_slow(swarm_rwlock_t *rw, struct swarm_thread *self, bool writer,
              int clock, const struct timespec *abstime) {
   struct rw_attempt a = {writer, false, 0, 0, 0};
-  /* Spinning only pays when a holder can be running on another worker. */
-  int spins0 = swarm_num_workers() < 2 ? RW_SPINS : 0;
+  /* Spinning only pays when a holder can be running on another worker.
+   * Read, not swarm_num_workers(): that may start the runtime, which must
+   * not happen under the lock word (lock order: lifecycle before sync). */
+  int spins0 =
+      __atomic_load_n(&swarm_rt.nworkers, __ATOMIC_RELAXED) < 2 ? RW_SPINS : 0;
   a.spins = spins0;
   if (abstime) {
     bool expired = false;
