@@ -159,6 +159,20 @@ static long rw(struct io_node *n) {
     return plain_rw(n);
   struct io_fd *e = n->e;
   uint8_t how = atomic_load_explicit(&e->how[n->dir], memory_order_relaxed);
+  if (e->socket && !is_vec(n) && how != IO_HOW_READY) {
+    /* A socket's read or write is its recv or send without flags; with
+     * MSG_DONTWAIT it goes straight to the socket, without the vfs path
+     * and the iovec preadv2/pwritev2 copy in (ping-pong: about 10% of the
+     * server's kernel time in those two calls). */
+    long r =
+        n->dir ? sys_sendto(n->fd, n->buf, n->len, MSG_DONTWAIT, NULL, 0)
+               : sys_recvfrom(n->fd, n->buf, n->len, MSG_DONTWAIT, NULL, NULL);
+    if (how != IO_HOW_NOWAIT_OK)
+      atomic_store_explicit(&e->how[n->dir], IO_HOW_NOWAIT_OK,
+                            memory_order_relaxed);
+    n->how = IO_HOW_NOWAIT_OK;
+    return r;
+  }
   if (how != IO_HOW_READY) {
     struct iovec one = {n->buf, n->len};
     const struct iovec *iov = is_vec(n) ? n->iov : &one;
