@@ -298,16 +298,10 @@ static int mutex_lock_slow(swarm_mutex_t *m, struct swarm_thread *self,
     w.deadline_ns = deadline_ns;
     w.tag = (uintptr_t)since; /* for mutex_starve_check */
     struct sync_queue *q = sync_queue_of(&m->head_);
-    if (requeue && q->head) {
-      /* Keep the place we had: in front of those who came later. */
-      w.prev = NULL;
-      w.next = q->head;
-      q->head->prev = &w;
-      q->head = &w;
-      w.queued = 1;
-    } else {
+    if (requeue) /* keep the place we had */
+      sync_queue_push_front(q, &w);
+    else
       sync_queue_push(q, &w);
-    }
     int r = sync_wait_park(&w);
     if (r == 0 && !starving && sync_now_ns() - since <= STARVE_NS) {
       /* Handed over without having starved: hand-off mode has done its

@@ -261,15 +261,10 @@ static int rw_queue_and_park(swarm_rwlock_t *rw, struct swarm_thread *self,
   w.deadline_ns = a->deadline;
   if (a->writer)
     RW_SET(rw->writers_waiting_, rw->writers_waiting_ + 1);
-  if (a->requeue && q->head) { /* keep our place */
-    w.prev = NULL;
-    w.next = q->head;
-    q->head->prev = &w;
-    q->head = &w;
-    w.queued = 1;
-  } else {
+  if (a->requeue) /* keep our place */
+    sync_queue_push_front(q, &w);
+  else
     sync_queue_push(q, &w);
-  }
   /* The lock may be free with nobody to come back (a prefer-writer reader
    * behind a writer that is queued, not woken): let the policy look. */
   struct sync_waiter *list = rw_wake(rw);

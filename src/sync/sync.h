@@ -115,6 +115,9 @@ void sync_waiter_init(struct sync_waiter *w, struct swarm_thread *self,
                       sync_removed_fn removed);
 
 void sync_queue_push(struct sync_queue *q, struct sync_waiter *w);
+/* At the head: a woken waiter that lost the race keeps its place in front
+ * of those who came later. */
+void sync_queue_push_front(struct sync_queue *q, struct sync_waiter *w);
 void sync_queue_remove(struct sync_queue *q, struct sync_waiter *w);
 /* Takes the head (NULL if empty), marking it dequeued with `result`. */
 struct sync_waiter *sync_queue_pop(struct sync_queue *q, int result);

@@ -42,6 +42,18 @@ void sync_queue_push(struct sync_queue *q, struct sync_waiter *w) {
   w->queued = 1;
 }
 
+void sync_queue_push_front(struct sync_queue *q, struct sync_waiter *w) {
+  if (!q->head) {
+    sync_queue_push(q, w);
+    return;
+  }
+  w->prev = NULL;
+  w->next = q->head;
+  q->head->prev = w;
+  q->head = w;
+  w->queued = 1;
+}
+
 void sync_queue_remove(struct sync_queue *q, struct sync_waiter *w) {
   if (w->prev)
     w->prev->next = w->next;
