@@ -42,14 +42,36 @@
 enum { PAGE_PIECE = 4096 };
 #define MAX_SEND ((size_t)0x7ffff000) /* sendfile's most per call */
 
+/* Without SO_MEMINFO's answer (qemu-user answers nothing; a kernel before
+ * 4.12 refuses it): POLLOUT on a stream socket says at least a third of
+ * its send buffer is free (tcp_poll: free >= queued / 2), so a quarter of
+ * SO_SNDBUF goes without the sender waiting. */
+static long socket_room_by_poll(int fd) {
+  int sndbuf = 0;
+  socklen_t len = sizeof sndbuf;
+  long r = sys_getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, &len);
+  if (r < 0)
+    return r;
+  struct pollfd p = {fd, POLLOUT, 0};
+  r = sys_ppoll(&p, 1, &(struct timespec){0, 0}, NULL);
+  if (r < 0)
+    return r == -EINTR ? 0 : r;
+  if (r == 0 || !(p.revents & POLLOUT))
+    return 0;
+  return sndbuf >= 4 * PAGE_PIECE ? sndbuf / 4 : PAGE_PIECE;
+}
+
 /* How many bytes socket fd takes without its sender waiting (>= 0), or
  * -errno (-ENOTSOCK: not a socket). */
 static long socket_room(int fd) {
   uint32_t mem[SK_MEMINFO_VARS] = {0};
   socklen_t len = sizeof mem;
   long r = sys_getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mem, &len);
-  if (r < 0)
+  if (r == -ENOTSOCK || r == -EBADF)
     return r;
+  if (r < 0 || len <= SK_MEMINFO_WMEM_QUEUED * sizeof mem[0] ||
+      mem[SK_MEMINFO_SNDBUF] == 0)
+    return socket_room_by_poll(fd);
   uint32_t used = mem[SK_MEMINFO_WMEM_QUEUED] > mem[SK_MEMINFO_WMEM_ALLOC]
                       ? mem[SK_MEMINFO_WMEM_QUEUED]
                       : mem[SK_MEMINFO_WMEM_ALLOC];
