@@ -26,16 +26,6 @@ typedef struct forced_out {
   int64_t r0, r1, r2, ok;
 } forced_out_t;
 
-static void *spin_until_set(void *g) {
-  swarm_gptr_t flag = (swarm_gptr_t)(uintptr_t)g;
-  int64_t v = 0;
-  while (v == 0) {
-    swarm_global_get(&v, flag, sizeof v);
-    swarm_dist_poll();
-  }
-  return (void *)(intptr_t)swarm_dist_rank();
-}
-
 /* Returns once whoever joins this thread has arrived on its record. */
 static void *wait_for_joiner(void *unused) {
   (void)unused;
@@ -60,7 +50,8 @@ static void *forced_root(void *g) {
   volatile uint64_t *self_ptr = canary; /* a pointer into our own frame */
   forced_out_t o = {swarm_dist_rank(), -1, -1, 1};
   swarm_thread_t c, d;
-  CHECK(swarm_spawn(&c, NULL, spin_until_set, (void *)(uintptr_t)flag) == 0,
+  CHECK(swarm_spawn(&c, NULL, dist_test_spin_until_set,
+                    (void *)(uintptr_t)flag) == 0,
         "spawn");
   o.r1 = swarm_dist_rank(); /* only a thief can have resumed us */
   int64_t one = 1;

@@ -13,32 +13,11 @@
 
 #define NCOUNTS 6
 
-static void *spin_until_set(void *g) {
-  swarm_gptr_t flag = (swarm_gptr_t)(uintptr_t)g;
-  int64_t v = 0;
-  while (v == 0) {
-    swarm_global_get(&v, flag, sizeof v);
-    swarm_dist_poll();
-  }
-  return NULL;
-}
-
-static void *fib(void *a) {
-  intptr_t n = (intptr_t)a;
-  if (n < 2)
-    return a;
-  swarm_thread_t x, y;
-  void *rx, *ry;
-  CHECK(swarm_spawn(&x, NULL, fib, (void *)(n - 1)) == 0, "spawn");
-  CHECK(swarm_spawn(&y, NULL, fib, (void *)(n - 2)) == 0, "spawn");
-  CHECK(swarm_join(x, &rx) == 0 && swarm_join(y, &ry) == 0, "join");
-  return (void *)((intptr_t)rx + (intptr_t)ry);
-}
-
 static void *root(void *g) {
   swarm_gptr_t flag = (swarm_gptr_t)(uintptr_t)g;
   swarm_thread_t c, on[64];
-  CHECK(swarm_spawn(&c, NULL, spin_until_set, (void *)(uintptr_t)flag) == 0,
+  CHECK(swarm_spawn(&c, NULL, dist_test_spin_until_set,
+                    (void *)(uintptr_t)flag) == 0,
         "spawn spinner");
   CHECK(swarm_dist_rank() != 0, "only a thief can have resumed the root");
   int64_t one = 1;
@@ -46,10 +25,11 @@ static void *root(void *g) {
   CHECK(swarm_join(c, NULL) == 0, "join spinner");
   int P = swarm_dist_ranks();
   for (int r = 0; r < P; r++)
-    CHECK(swarm_spawn_on(r, &on[r], fib, (void *)(intptr_t)10) == 0,
+    CHECK(swarm_spawn_on(r, &on[r], dist_test_fib, (void *)(intptr_t)10) == 0,
           "spawn_on %d", r);
   void *f;
-  CHECK(fib((void *)(intptr_t)16) == (void *)(intptr_t)987, "fib(16)");
+  CHECK(dist_test_fib((void *)(intptr_t)16) == (void *)(intptr_t)987,
+        "fib(16)");
   for (int r = 0; r < P; r++)
     CHECK(swarm_join(on[r], &f) == 0 && (intptr_t)f == 55, "spawn_on %d", r);
   return (void *)(intptr_t)1;

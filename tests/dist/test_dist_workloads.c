@@ -15,18 +15,6 @@
 #include "uts_tree.h"
 #endif
 
-static void *fib(void *a) {
-  intptr_t n = (intptr_t)a;
-  if (n < 2)
-    return a;
-  swarm_thread_t x, y;
-  void *rx, *ry;
-  CHECK(swarm_spawn(&x, NULL, fib, (void *)(n - 1)) == 0, "spawn");
-  CHECK(swarm_spawn(&y, NULL, fib, (void *)(n - 2)) == 0, "spawn");
-  CHECK(swarm_join(x, &rx) == 0 && swarm_join(y, &ry) == 0, "join");
-  return (void *)((intptr_t)rx + (intptr_t)ry);
-}
-
 typedef struct queens {
   int n, row;
   signed char board[NQUEENS_MAX];
@@ -92,7 +80,7 @@ int main(int argc, char **argv) {
   void *r;
 
   for (int n = 0; n <= 18; n += 6) {
-    CHECK(swarm_dist_run(fib, (void *)(intptr_t)n, &r) == 0, "run");
+    CHECK(swarm_dist_run(dist_test_fib, (void *)(intptr_t)n, &r) == 0, "run");
     CHECK((long long)(intptr_t)r == fib_reference(n), "fib(%d) = %lld", n,
           (long long)(intptr_t)r);
   }
