@@ -270,12 +270,7 @@ resume_publish_handoff(struct worker *w, struct swarm_thread *next,
                        struct swarm_thread *t) {
   w->current = next;
   void *sp = next->sp;
-#ifdef SWARM_ASAN
-  const void *lo;
-  size_t size;
-  stack_bounds_of(w, next, &lo, &size);
-  __sanitizer_start_switch_fiber(NULL, lo, size); /* this fiber ends */
-#endif
+  fiber_ends(w, next);
   swarm_arch_resume_publish_tail(sp, w, &t->control);
 }
 
