@@ -30,6 +30,34 @@
  */
         .text
 
+/* The saved frame's registers (layout above): all of them stored at sp,
+ * and all but fp and lr (x29, x30 at +80, which each user loads where it
+ * needs them) loaded back. */
+        .macro SAVE_CALLEE_SAVED
+        stp     x19, x20, [sp, #0]
+        stp     x21, x22, [sp, #16]
+        stp     x23, x24, [sp, #32]
+        stp     x25, x26, [sp, #48]
+        stp     x27, x28, [sp, #64]
+        stp     x29, x30, [sp, #80]
+        stp     d8, d9, [sp, #96]
+        stp     d10, d11, [sp, #112]
+        stp     d12, d13, [sp, #128]
+        stp     d14, d15, [sp, #144]
+        .endm
+
+        .macro LOAD_CALLEE_SAVED
+        ldp     x19, x20, [sp, #0]
+        ldp     x21, x22, [sp, #16]
+        ldp     x23, x24, [sp, #32]
+        ldp     x25, x26, [sp, #48]
+        ldp     x27, x28, [sp, #64]
+        ldp     d8, d9, [sp, #96]
+        ldp     d10, d11, [sp, #112]
+        ldp     d12, d13, [sp, #128]
+        ldp     d14, d15, [sp, #144]
+        .endm
+
         .globl  swarm_arch_switch
         .hidden swarm_arch_switch
         .type   swarm_arch_switch, %function
@@ -41,18 +69,9 @@ swarm_arch_switch:
         hint    #34                 /* bti c */
         sub     sp, sp, #176
         .cfi_def_cfa_offset 176
-        stp     x19, x20, [sp, #0]
-        stp     x21, x22, [sp, #16]
-        stp     x23, x24, [sp, #32]
-        stp     x25, x26, [sp, #48]
-        stp     x27, x28, [sp, #64]
-        stp     x29, x30, [sp, #80]
+        SAVE_CALLEE_SAVED
         .cfi_offset x29, -96
         .cfi_offset x30, -88
-        stp     d8, d9, [sp, #96]
-        stp     d10, d11, [sp, #112]
-        stp     d12, d13, [sp, #128]
-        stp     d14, d15, [sp, #144]
         mrs     x9, fpcr
         str     x9, [sp, #160]
         mov     x9, sp
@@ -75,16 +94,8 @@ swarm_arch_switch:
         cmp     x9, x10
         b.ne    3f
 2:
-        ldp     x19, x20, [sp, #0]
-        ldp     x21, x22, [sp, #16]
-        ldp     x23, x24, [sp, #32]
-        ldp     x25, x26, [sp, #48]
-        ldp     x27, x28, [sp, #64]
+        LOAD_CALLEE_SAVED
         ldp     x29, x30, [sp, #80]
-        ldp     d8, d9, [sp, #96]
-        ldp     d10, d11, [sp, #112]
-        ldp     d12, d13, [sp, #128]
-        ldp     d14, d15, [sp, #144]
         .cfi_remember_state
         add     sp, sp, #176
         .cfi_def_cfa_offset 0
@@ -160,18 +171,9 @@ swarm_arch_inline_run:
         hint    #34                 /* bti c */
         sub     sp, sp, #160
         .cfi_def_cfa_offset 160
-        stp     x19, x20, [sp, #0]
-        stp     x21, x22, [sp, #16]
-        stp     x23, x24, [sp, #32]
-        stp     x25, x26, [sp, #48]
-        stp     x27, x28, [sp, #64]
-        stp     x29, x30, [sp, #80]
+        SAVE_CALLEE_SAVED
         .cfi_offset x29, -80
         .cfi_offset x30, -72
-        stp     d8, d9, [sp, #96]
-        stp     d10, d11, [sp, #112]
-        stp     d12, d13, [sp, #128]
-        stp     d14, d15, [sp, #144]
         mov     x9, sp
         str     x9, [x2]
         mov     x9, x0
@@ -199,15 +201,7 @@ swarm_arch_inline_unwind:
         .cfi_startproc
         hint    #34                 /* bti c */
         mov     sp, x0
-        ldp     x19, x20, [sp, #0]
-        ldp     x21, x22, [sp, #16]
-        ldp     x23, x24, [sp, #32]
-        ldp     x25, x26, [sp, #48]
-        ldp     x27, x28, [sp, #64]
-        ldp     d8, d9, [sp, #96]
-        ldp     d10, d11, [sp, #112]
-        ldp     d12, d13, [sp, #128]
-        ldp     d14, d15, [sp, #144]
+        LOAD_CALLEE_SAVED
         mov     x0, x1
         b       .Linline_returned
         .cfi_endproc
