@@ -418,8 +418,8 @@ static void mutex_hand_off(swarm_mutex_t *m) {
  * once it has let go, so that threads runnable on this worker get their
  * turn (swarm_yield returns at once when there are none). Threads that
  * pass the mutex by spinning leave no waiter to look at, so every unlocker
- * also yields once per STARVE_NS of its kernel thread's time (slice_over,
- * looked at on every STARVE_CHECK_EVERY-th unlock): a kernel's time slice,
+ * also yields once per STARVE_NS of its kernel thread's time (sync_slice_tick,
+ * looked at on every SYNC_SLICE_CHECK_EVERY-th unlock): a kernel's time slice,
  * for threads that take turns only at unlocks. Measured with `make
  * bench-locks` (4 threads on 2 workers): without it the least thread's share
  * fell from ~0.9 to ~0.5 of the mean, with it ~0.85 (NPTL ~0.9). Cost: a
@@ -431,20 +431,8 @@ _Static_assert(sizeof(uintptr_t) >= sizeof(uint64_t),
                "a waiter's tag holds its queue time");
 static __thread uint32_t starve_check_skips
     __attribute__((tls_model("initial-exec")));
-static __thread uint32_t unlock_count
+static __thread struct sync_slice mutex_slice
     __attribute__((tls_model("initial-exec")));
-static __thread uint64_t slice_start_ns
-    __attribute__((tls_model("initial-exec")));
-
-/* Checked every STARVE_CHECK_EVERY-th unlock: true once per STARVE_NS of
- * this kernel thread's time, when the unlocker should yield. */
-static __attribute__((noinline)) bool slice_over(void) {
-  uint64_t now = sync_now_ns();
-  if (now - slice_start_ns < STARVE_NS)
-    return false;
-  slice_start_ns = now;
-  return true;
-}
 
 /* Under no lock, by the holder: true if the mutex is now in hand-off mode
  * because its first waiter starves. */
@@ -514,7 +502,7 @@ int swarm_mutex_unlock(swarm_mutex_t *m) {
     }
   }
   bool yield = mutex_release(m);
-  if (unlikely(++unlock_count % STARVE_CHECK_EVERY == 0) && slice_over())
+  if (sync_slice_tick(&mutex_slice, STARVE_NS))
     yield = true;
   if (unlikely(yield))
     swarm_yield();

@@ -395,24 +395,12 @@ int swarm_rwlock_timedwrlock(swarm_rwlock_t *rw, int clock,
 
 /* Threads are not preempted: a thread that takes the lock without parking
  * (spinning, or finding it free) would keep its worker while others
- * runnable there wait. So an unlocker yields once per RW_SLICE_NS of its
- * kernel thread's time (looked at every RW_SLICE_CHECK_EVERY-th unlock), as
- * a kernel's time slice would, and as mutex.c does. */
+ * runnable there wait. So an unlocker on a worker yields once per
+ * RW_SLICE_NS of its kernel thread's time (sync_slice_tick), as a kernel's
+ * time slice would, and as mutex.c does. */
 #define RW_SLICE_NS 50000
-#define RW_SLICE_CHECK_EVERY 16
-static __thread uint32_t rw_unlocks __attribute__((tls_model("initial-exec")));
-static __thread uint64_t rw_slice_start_ns
+static __thread struct sync_slice rw_slice
     __attribute__((tls_model("initial-exec")));
-
-static __attribute__((noinline)) void rw_slice_check(void) {
-  if (!worker_current())
-    return; /* a kernel thread that is not a worker: the kernel slices */
-  uint64_t now = sync_now_ns();
-  if (now - rw_slice_start_ns < RW_SLICE_NS)
-    return;
-  rw_slice_start_ns = now;
-  swarm_yield();
-}
 
 int swarm_rwlock_unlock(swarm_rwlock_t *rw) {
   if (!rw)
@@ -434,7 +422,8 @@ int swarm_rwlock_unlock(swarm_rwlock_t *rw) {
   struct sync_waiter *list = rw->head_ ? rw_wake(rw) : NULL;
   sync_spin_unlock(&rw->lock_);
   sync_ready_list(list);
-  if (unlikely(++rw_unlocks % RW_SLICE_CHECK_EVERY == 0))
-    rw_slice_check();
+  /* a kernel thread that is not a worker: the kernel slices */
+  if (sync_slice_tick(&rw_slice, RW_SLICE_NS) && worker_current())
+    swarm_yield();
   return 0;
 }

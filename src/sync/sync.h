@@ -283,4 +283,23 @@ static inline uint64_t sync_now_ns(void) {
   return os_now_ns_inline();
 }
 
+/* An unlocker's time slice (mutex.c, rwlock.c). Threads are not preempted:
+ * one that passes a lock around without parking would keep its worker
+ * while others runnable there wait, so unlockers yield once per slice of
+ * their kernel thread's time, as a kernel's time slice would. Each lock
+ * kind keeps its own per-kernel-thread state (initial-exec TLS: no call);
+ * the clock is read on every SYNC_SLICE_CHECK_EVERY-th unlock only. */
+#define SYNC_SLICE_CHECK_EVERY 16
+struct sync_slice {
+  uint32_t unlocks;
+  uint64_t start_ns;
+};
+/* The clock's part of sync_slice_tick (wait.c). */
+bool sync_slice_over(struct sync_slice *s, uint64_t slice_ns);
+/* True once per slice_ns of this kernel thread's time: the unlocker yields. */
+static inline bool sync_slice_tick(struct sync_slice *s, uint64_t slice_ns) {
+  return unlikely(++s->unlocks % SYNC_SLICE_CHECK_EVERY == 0) &&
+         sync_slice_over(s, slice_ns);
+}
+
 #endif

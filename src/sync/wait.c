@@ -31,6 +31,15 @@ void sync_waiter_init(struct sync_waiter *w, struct swarm_thread *self,
   w->removed = removed;
 }
 
+__attribute__((noinline)) bool sync_slice_over(struct sync_slice *s,
+                                               uint64_t slice_ns) {
+  uint64_t now = sync_now_ns();
+  if (now - s->start_ns < slice_ns)
+    return false;
+  s->start_ns = now;
+  return true;
+}
+
 void sync_queue_push(struct sync_queue *q, struct sync_waiter *w) {
   w->next = NULL;
   w->prev = q->tail;
