@@ -263,6 +263,10 @@ typedef struct swarm_stats {
   uint64_t parks;            /* threads that blocked */
   uint64_t worker_sleeps;    /* times a worker went to sleep while idle */
   uint64_t stacks_mapped;    /* stacks obtained from the kernel (mmap) */
+  /* Thread descriptors in use now, not a sum: threads not yet joined (or,
+   * detached, not yet exited), the main thread, and kernel threads that
+   * are not workers and have called swarm (until they end). */
+  uint64_t descriptors_live;
 } swarm_stats_t;
 
 /* Fills *stats (approximate while workers run). EINVAL if stats is NULL;

@@ -607,6 +607,9 @@ extern _Atomic uint32_t swarm_desc_index_mask
 extern _Atomic uint32_t swarm_desc_next_index;
 /* Slots retired at their last generation (desc_retire_last_generation). */
 extern _Atomic uint64_t swarm_desc_retired;
+/* Descriptors in use (handed out, not free, not retired): swarm_stats_get's
+ * descriptors_live; a snapshot while workers run (workers[] must exist). */
+uint64_t desc_live_count(void);
 
 struct swarm_thread *desc_alloc_slow(struct worker *w);
 void desc_release_slow(struct worker *w, struct swarm_thread *t);
