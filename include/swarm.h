@@ -194,7 +194,10 @@ void swarm_yield(void);
 SWARM_NORETURN void swarm_exit(void *result);
 
 /* The calling thread's handle. On a kernel thread that is not a worker it
- * names that kernel thread (it cannot be joined). Starts the runtime. */
+ * names that kernel thread (it cannot be joined: EINVAL) until the kernel
+ * thread ends (returns from its start routine or calls pthread_exit); from
+ * then on the handle answers ESRCH, as a joined thread's does. Starts the
+ * runtime. */
 swarm_thread_t swarm_self(void);
 
 /* 1 if the two handles name the same thread. */
@@ -203,8 +206,11 @@ static inline int swarm_equal(swarm_thread_t a, swarm_thread_t b) {
 }
 
 /* Index of the worker running the caller (0 .. swarm_num_workers()-1), or -1
- * on a kernel thread that is not a worker. The answer may be stale as soon as
- * the caller blocks, spawns or yields. Does not start the runtime. */
+ * on a kernel thread that is not a worker. A spare worker, which the monitor
+ * starts while a worker is stuck (blocked in the kernel, or descheduled on a
+ * busy machine), has an index from swarm_num_workers() up. The answer may be
+ * stale as soon as the caller blocks, spawns or yields. Does not start the
+ * runtime. */
 int swarm_worker_id(void);
 
 /* Number of workers. Starts the runtime; 1 (the calling kernel thread)
@@ -472,6 +478,8 @@ typedef uint32_t swarm_key_t;
  * exits with a non-NULL value, the value is set to NULL and destructor(value)
  * runs on that thread (up to SWARM_DESTRUCTOR_ITERATIONS rounds while
  * destructors set values again). EAGAIN when SWARM_KEYS_MAX keys exist.
+ * A kernel thread that is not a worker runs them when it returns from its
+ * start routine or calls pthread_exit (not in exit(), as POSIX keys).
  * See docs/sync.md for which thread exits run destructors. */
 int swarm_key_create(swarm_key_t *key, void (*destructor)(void *));
 /* EINVAL if the key does not exist. Destructors do not run. */
