@@ -55,6 +55,8 @@ struct swarm_thread *external_thread_current(void) {
 
 /* ---- the end of a kernel thread that is not a worker ---- */
 
+void (*swarm_external_exit_hook)(struct swarm_thread *self);
+
 static pthread_key_t exit_key;
 static _Atomic int exit_key_state; /* 0 none, 1 making, 2 made, 3 failed */
 
@@ -77,6 +79,8 @@ static void external_thread_exit(void *value) {
     work |= __atomic_load_n(&t->slots[i], __ATOMIC_ACQUIRE) != NULL;
   if (work && swarm_thread_exit_hook)
     swarm_thread_exit_hook(t); /* may block: this is still t's thread */
+  if (swarm_external_exit_hook)
+    swarm_external_exit_hook(t);
   tls_external = NULL;
   desc_release(NULL, t); /* clears its slots (not a USER thread) */
 }
