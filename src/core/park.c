@@ -67,7 +67,10 @@ static _Atomic int exit_key_state; /* 0 none, 1 making, 2 made, 3 failed */
  * is done for a descriptor that is the main thread's while a runtime runs
  * on this kernel thread (kind MAIN, and this is worker 0). A destructor run
  * after this one that calls swarm again makes and arms a fresh descriptor,
- * which libc's next destructor round releases. */
+ * which libc's next destructor round releases. Race: the last waker of this
+ * thread may still be between its store of wake_word and its futex wake
+ * (sched.c); the wake may then reach whoever reuses the descriptor, a
+ * spurious wake that every futex sleeper here tolerates (it rechecks). */
 static void external_thread_exit(void *value) {
   (void)value;
   tls_exit_armed = false;
