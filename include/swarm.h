@@ -87,10 +87,10 @@ enum { SWARM_CREATE_JOINABLE = 0, SWARM_CREATE_DETACHED = 1 };
 /* Thread attributes. Initialise with swarm_attr_init() before use; an
  * attribute object that was not initialised is rejected with EINVAL. */
 typedef struct swarm_attr {
-  uint32_t magic_;     /* set by swarm_attr_init; do not touch */
-  uint32_t detached_;  /* SWARM_CREATE_JOINABLE or SWARM_CREATE_DETACHED */
-  size_t stack_size_;  /* 0: the runtime's default */
-  uintptr_t inline_;   /* 0 or 1: swarm_attr_setinline */
+  uint32_t magic_;    /* set by swarm_attr_init; do not touch */
+  uint32_t detached_; /* SWARM_CREATE_JOINABLE or SWARM_CREATE_DETACHED */
+  size_t stack_size_; /* 0: the runtime's default */
+  uintptr_t inline_;  /* 0 or 1: swarm_attr_setinline */
   uintptr_t reserved_[3];
 } swarm_attr_t;
 
@@ -100,7 +100,7 @@ typedef struct swarm_config {
   int workers;       /* number of workers; 0 = SWARM_WORKERS or CPU count */
   size_t stack_size; /* default stack size; 0 = SWARM_STACK_SIZE or 128K */
   int bind;          /* 1 = pin workers to CPUs, -1 = do not, 0 = SWARM_BIND */
-  int stats;         /* 1 = print counters at exit, -1 = do not, 0 = SWARM_STATS */
+  int stats; /* 1 = print counters at exit, -1 = do not, 0 = SWARM_STATS */
 } swarm_config_t;
 
 /* ---- Runtime lifetime ------------------------------------------------- */
@@ -194,15 +194,23 @@ void swarm_yield(void);
 SWARM_NORETURN void swarm_exit(void *result);
 
 /* The calling thread's handle. On a kernel thread that is not a worker it
- * names that kernel thread (it cannot be joined). Starts the runtime. */
+ * names that kernel thread (it cannot be joined: EINVAL) until the kernel
+ * thread ends (returns from its start routine or calls pthread_exit); from
+ * then on the handle answers ESRCH, as a joined thread's does. Starts the
+ * runtime. */
 swarm_thread_t swarm_self(void);
 
 /* 1 if the two handles name the same thread. */
-static inline int swarm_equal(swarm_thread_t a, swarm_thread_t b) { return a == b; }
+static inline int swarm_equal(swarm_thread_t a, swarm_thread_t b) {
+  return a == b;
+}
 
 /* Index of the worker running the caller (0 .. swarm_num_workers()-1), or -1
- * on a kernel thread that is not a worker. The answer may be stale as soon as
- * the caller blocks, spawns or yields. Does not start the runtime. */
+ * on a kernel thread that is not a worker. A spare worker, which the monitor
+ * starts while a worker is stuck (blocked in the kernel, or descheduled on a
+ * busy machine), has an index from swarm_num_workers() up. The answer may be
+ * stale as soon as the caller blocks, spawns or yields. Does not start the
+ * runtime. */
 int swarm_worker_id(void);
 
 /* Number of workers. Starts the runtime; 1 (the calling kernel thread)
@@ -261,6 +269,10 @@ typedef struct swarm_stats {
   uint64_t parks;            /* threads that blocked */
   uint64_t worker_sleeps;    /* times a worker went to sleep while idle */
   uint64_t stacks_mapped;    /* stacks obtained from the kernel (mmap) */
+  /* Thread descriptors in use now, not a sum: threads not yet joined (or,
+   * detached, not yet exited), the main thread, and kernel threads that
+   * are not workers and have called swarm (until they end). */
+  uint64_t descriptors_live;
 } swarm_stats_t;
 
 /* Fills *stats (approximate while workers run). EINVAL if stats is NULL;
@@ -269,7 +281,6 @@ int swarm_stats_get(swarm_stats_t *stats);
 
 /* Writes the per-worker counters to stderr (what SWARM_STATS=1 prints). */
 void swarm_stats_print(void);
-
 
 /* ==== Synchronisation (src/sync/) ======================================
  *
@@ -300,18 +311,21 @@ enum {
 };
 
 typedef struct swarm_mutex {
-  uint32_t state_;  /* 0: free and uncontended (sync/mutex.c) */
-  uint32_t count_;  /* recursion depth beyond the first lock */
-  uint64_t owner_;  /* the owning thread, 0 when free */
-  int32_t kind_;    /* SWARM_MUTEX_*; at the offset glibc keeps its kind */
-  uint32_t lock_;   /* spinlock guarding the waiter queue */
-  void *head_;      /* waiter queue */
+  uint32_t state_; /* 0: free and uncontended (sync/mutex.c) */
+  uint32_t count_; /* recursion depth beyond the first lock */
+  uint64_t owner_; /* the owning thread, 0 when free */
+  int32_t kind_;   /* SWARM_MUTEX_*; at the offset glibc keeps its kind */
+  uint32_t lock_;  /* spinlock guarding the waiter queue */
+  void *head_;     /* waiter queue */
   void *tail_;
 } swarm_mutex_t;
 
-#define SWARM_MUTEX_INITIALIZER {0, 0, 0, SWARM_MUTEX_NORMAL, 0, 0, 0}
-#define SWARM_RECURSIVE_MUTEX_INITIALIZER {0, 0, 0, SWARM_MUTEX_RECURSIVE, 0, 0, 0}
-#define SWARM_ERRORCHECK_MUTEX_INITIALIZER {0, 0, 0, SWARM_MUTEX_ERRORCHECK, 0, 0, 0}
+#define SWARM_MUTEX_INITIALIZER                                                \
+  { 0, 0, 0, SWARM_MUTEX_NORMAL, 0, 0, 0 }
+#define SWARM_RECURSIVE_MUTEX_INITIALIZER                                      \
+  { 0, 0, 0, SWARM_MUTEX_RECURSIVE, 0, 0, 0 }
+#define SWARM_ERRORCHECK_MUTEX_INITIALIZER                                     \
+  { 0, 0, 0, SWARM_MUTEX_ERRORCHECK, 0, 0, 0 }
 
 /* EINVAL if m is NULL or type is not a SWARM_MUTEX_* value. */
 int swarm_mutex_init(swarm_mutex_t *m, int type);
@@ -332,14 +346,17 @@ int swarm_mutex_unlock(swarm_mutex_t *m);
 
 /* ---- Condition variables ---- */
 typedef struct swarm_cond {
-  uint32_t lock_;  /* spinlock guarding the waiter queue */
-  int32_t clock_;  /* CLOCK_REALTIME (0) or CLOCK_MONOTONIC */
-  void *head_;     /* waiter queue */
+  uint32_t lock_; /* spinlock guarding the waiter queue */
+  int32_t clock_; /* CLOCK_REALTIME (0) or CLOCK_MONOTONIC */
+  void *head_;    /* waiter queue */
   void *tail_;
   uint64_t reserved_[3];
 } swarm_cond_t;
 
+/* The nested braces on one line (clang-format would take six). */
+/* clang-format off */
 #define SWARM_COND_INITIALIZER {0, 0, 0, 0, {0, 0, 0}}
+/* clang-format on */
 
 /* `clock` is the clock swarm_cond_timedwait's deadlines are on:
  * CLOCK_REALTIME or CLOCK_MONOTONIC, else EINVAL. */
@@ -373,14 +390,15 @@ typedef struct swarm_rwlock {
   void *head_;       /* waiter queue */
   void *tail_;
   uint32_t writers_waiting_;
-  uint32_t asleep_;   /* holders admitted while parked, not yet run */
-  uint32_t woken_;    /* waiters readied to compete, not yet run */
-  uint32_t handoff_;  /* a waiter starves: unlock hands the lock over */
-  uint32_t kind_; /* SWARM_RWLOCK_*; at the offset glibc keeps its flags */
-  uint32_t pad2_; /* zero (the drop-in's process-shared mark) */
+  uint32_t asleep_;  /* holders admitted while parked, not yet run */
+  uint32_t woken_;   /* waiters readied to compete, not yet run */
+  uint32_t handoff_; /* a waiter starves: unlock hands the lock over */
+  uint32_t kind_;    /* SWARM_RWLOCK_*; at the offset glibc keeps its flags */
+  uint32_t pad2_;    /* zero (the drop-in's process-shared mark) */
 } swarm_rwlock_t;
 
-#define SWARM_RWLOCK_INITIALIZER {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define SWARM_RWLOCK_INITIALIZER                                               \
+  { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 int swarm_rwlock_init(swarm_rwlock_t *rw, int kind); /* EINVAL: bad kind */
 int swarm_rwlock_destroy(swarm_rwlock_t *rw);        /* EBUSY while held */
@@ -432,7 +450,7 @@ typedef struct swarm_sem {
 } swarm_sem_t;
 
 int swarm_sem_init(swarm_sem_t *s, unsigned value); /* EINVAL: > VALUE_MAX */
-int swarm_sem_destroy(swarm_sem_t *s); /* EBUSY while waited on */
+int swarm_sem_destroy(swarm_sem_t *s);              /* EBUSY while waited on */
 int swarm_sem_wait(swarm_sem_t *s);
 int swarm_sem_trywait(swarm_sem_t *s); /* EAGAIN when the value is 0 */
 int swarm_sem_timedwait(swarm_sem_t *s, int clock,
@@ -460,6 +478,8 @@ typedef uint32_t swarm_key_t;
  * exits with a non-NULL value, the value is set to NULL and destructor(value)
  * runs on that thread (up to SWARM_DESTRUCTOR_ITERATIONS rounds while
  * destructors set values again). EAGAIN when SWARM_KEYS_MAX keys exist.
+ * A kernel thread that is not a worker runs them when it returns from its
+ * start routine or calls pthread_exit (not in exit(), as POSIX keys).
  * See docs/sync.md for which thread exits run destructors. */
 int swarm_key_create(swarm_key_t *key, void (*destructor)(void *));
 /* EINVAL if the key does not exist. Destructors do not run. */

@@ -402,6 +402,11 @@ static inline void timers_poll(struct worker *w) {
  * that holds upper-layer data in any of its slots[]; it may block. The sync
  * layer registers one (key destructors, its per-thread record). */
 extern void (*swarm_thread_exit_hook)(struct swarm_thread *self);
+/* Called at the end of a kernel thread that is not a worker (park.c), after
+ * swarm_thread_exit_hook and just before its descriptor is released: the
+ * drop-in registers one (its record of an adopted kernel thread names the
+ * descriptor). */
+extern void (*swarm_external_exit_hook)(struct swarm_thread *self);
 /* In a child of fork() (called by the drop-in): forget the parent's
  * runtime, whose workers did not survive the fork, and start a fresh one
  * (swarm_init's config and results) on this kernel thread, in which the
@@ -607,6 +612,9 @@ extern _Atomic uint32_t swarm_desc_index_mask
 extern _Atomic uint32_t swarm_desc_next_index;
 /* Slots retired at their last generation (desc_retire_last_generation). */
 extern _Atomic uint64_t swarm_desc_retired;
+/* Descriptors in use (handed out, not free, not retired): swarm_stats_get's
+ * descriptors_live; a snapshot while workers run (workers[] must exist). */
+uint64_t desc_live_count(void);
 
 struct swarm_thread *desc_alloc_slow(struct worker *w);
 void desc_release_slow(struct worker *w, struct swarm_thread *t);

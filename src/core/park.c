@@ -16,6 +16,13 @@
  *    the descriptor's futex word; swarm_ready stores the word and wakes it.
  *    The word is cleared before the commit publishes the thread, so a ready
  *    that comes before the sleep is not lost.
+ *    When that kernel thread ends (returns from its start routine or calls
+ *    pthread_exit), libc's destructor of one libc pthread key of ours
+ *    (external_thread_exit) runs what a swarm thread's exit runs (the upper
+ *    layers' exit hook: key destructors) and releases the descriptor (new
+ *    generation: its handle answers ESRCH). The key is libc's own even
+ *    under the drop-in (os/sys.h's libc_pthread_key_create), and libc runs
+ *    no key destructor in exit(): the process's last moments keep theirs.
  *  - A park with a deadline (struct swarm_deadline, core.h): on a worker, a
  *    timer on the worker's heap calls the deadline's expire (park_timed);
  *    on a kernel thread that is not a worker, the futex wait's own timeout
@@ -26,14 +33,17 @@
  *    queue of the thread's pinned worker or of the next worker in turn.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "core/core.h"
 #include "core/sched.h"
 #include "core/trace.h"
 #include "os/os.h"
+#include "os/sys.h"
 
 static __thread struct swarm_thread *tls_external;
+static __thread bool tls_exit_armed; /* our libc key holds a value */
 
 void external_thread_forget(void) {
   tls_external = NULL;
@@ -41,6 +51,64 @@ void external_thread_forget(void) {
 
 struct swarm_thread *external_thread_current(void) {
   return tls_external;
+}
+
+/* ---- the end of a kernel thread that is not a worker ---- */
+
+void (*swarm_external_exit_hook)(struct swarm_thread *self);
+
+static pthread_key_t exit_key;
+static _Atomic int exit_key_state; /* 0 none, 1 making, 2 made, 3 failed */
+
+/* libc's destructor of exit_key, at the kernel thread's end (not in exit(),
+ * where libc runs none). What a swarm thread's exit runs for it (the upper
+ * layers' hook: key destructors, which may use swarm, this descriptor
+ * included), then the descriptor goes back, with a new generation. Nothing
+ * is done for a descriptor that is the main thread's while a runtime runs
+ * on this kernel thread (kind MAIN, and this is worker 0). A destructor run
+ * after this one that calls swarm again makes and arms a fresh descriptor,
+ * which libc's next destructor round releases. Race: the last waker of this
+ * thread may still be between its store of wake_word and its futex wake
+ * (sched.c); the wake may then reach whoever reuses the descriptor, a
+ * spurious wake that every futex sleeper here tolerates (it rechecks). */
+static void external_thread_exit(void *value) {
+  (void)value;
+  tls_exit_armed = false;
+  struct swarm_thread *t = tls_external;
+  if (!t || t->kind != THREAD_EXTERNAL || worker_current())
+    return;
+  bool work = false; /* the hook is for threads with data in a slot */
+  for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
+    work |= __atomic_load_n(&t->slots[i], __ATOMIC_ACQUIRE) != NULL;
+  if (work && swarm_thread_exit_hook)
+    swarm_thread_exit_hook(t); /* may block: this is still t's thread */
+  if (swarm_external_exit_hook)
+    swarm_external_exit_hook(t);
+  tls_external = NULL;
+  desc_release(NULL, t); /* clears its slots (not a USER thread) */
+}
+
+/* Arms the calling kernel thread's exit_key (once until it fires). Without
+ * the key (libc out of keys), the descriptor stays for the process's life,
+ * as it did before. */
+static void external_exit_arm(void) {
+  if (tls_exit_armed)
+    return;
+  int s = atomic_load_explicit(&exit_key_state, memory_order_acquire);
+  while (s != 2) {
+    if (s == 3)
+      return;
+    int none = 0;
+    if (s == 0 && atomic_compare_exchange_strong(&exit_key_state, &none, 1)) {
+      s = libc_pthread_key_create(&exit_key, external_thread_exit) ? 3 : 2;
+      atomic_store_explicit(&exit_key_state, s, memory_order_release);
+      continue;
+    }
+    os_yield(); /* another kernel thread is making it */
+    s = atomic_load_explicit(&exit_key_state, memory_order_acquire);
+  }
+  if (libc_pthread_setspecific(exit_key, &exit_key) == 0)
+    tls_exit_armed = true;
 }
 
 void external_thread_adopt(struct swarm_thread *t) {
@@ -54,6 +122,7 @@ void external_thread_adopt(struct swarm_thread *t) {
                         (c & ~CTL_FLAGS) | CTL_DETACHED | CTL_SPECIAL,
                         memory_order_relaxed);
   tls_external = t;
+  external_exit_arm();
 }
 
 struct swarm_thread *swarm_current_thread(void) {

@@ -62,6 +62,7 @@ int swarm_stats_get(swarm_stats_t *stats) {
   }
   sum.threads_spawned +=
       atomic_load_explicit(&swarm_rt.external_spawned, memory_order_relaxed);
+  sum.descriptors_live = desc_live_count();
   *stats = sum;
   return 0;
 }
@@ -93,6 +94,8 @@ void swarm_stats_print(void) {
   }
   dprintf(fd, "swarm stats: guard pages by %s, default stack %zu bytes\n",
           os_guard_kind(), swarm_rt.default_stack);
+  dprintf(fd, "swarm stats: thread descriptors live %llu\n",
+          (unsigned long long)desc_live_count());
   const struct swarm_io_hooks *io =
       atomic_load_explicit(&swarm_io_hooks, memory_order_acquire);
   const char *io_note = io && io->describe ? io->describe() : NULL;

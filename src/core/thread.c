@@ -267,6 +267,19 @@ void desc_retire_last_generation(struct swarm_thread *t) {
   atomic_fetch_add_explicit(&swarm_desc_retired, 1, memory_order_relaxed);
 }
 
+uint64_t desc_live_count(void) {
+  /* acquire: the slots below next_index were handed out */
+  uint64_t made =
+      atomic_load_explicit(&swarm_desc_next_index, memory_order_acquire) - 1;
+  spin_lock(&desc_table.lock);
+  uint64_t idle = desc_table.nfree;
+  spin_unlock(&desc_table.lock);
+  for (int i = 0; i < swarm_rt.nslots; i++) /* owner-written: a snapshot */
+    idle += __atomic_load_n(&swarm_rt.workers[i].descs.count, __ATOMIC_RELAXED);
+  idle += atomic_load_explicit(&swarm_desc_retired, memory_order_relaxed);
+  return made > idle ? made - idle : 0;
+}
+
 void desc_table_after_fork(void) {
   spin_init(&desc_table.lock, LOCK_DESC_TABLE);
 }

@@ -279,6 +279,9 @@ static inline long sys_gettid(void) {
   X(int, pthread_join, (pthread_t t, void **r), (t, r))                        \
   X(pthread_t, pthread_self, (void), ())                                       \
   X(int, pthread_getattr_np, (pthread_t t, pthread_attr_t * a), (t, a))        \
+  /* libc's own key: its destructor ends a non-worker's descriptor (park.c) */ \
+  X(int, pthread_key_create, (pthread_key_t * k, void (*d)(void *)), (k, d))   \
+  X(int, pthread_setspecific, (pthread_key_t k, const void *v), (k, v))        \
   /* the drop-in's pass-throughs (src/pthread) */                              \
   X(int, pthread_sigmask, (int how, const sigset_t *set, sigset_t *old),       \
     (how, set, old))                                                           \

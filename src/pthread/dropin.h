@@ -12,7 +12,9 @@
  *
  * Lifetime: a created joinable thread's record is freed by its joiner; a
  * detached one's by whichever of "exit" and "detach" comes second (both
- * decide under rec->done.lock); adopted records live as long as the process.
+ * decide under rec->done.lock); an adopted kernel thread's when it ends
+ * (core's swarm_external_exit_hook: external_record_end in thread.c); main's
+ * lives as long as the process.
  */
 #ifndef SWARM_PTHREAD_DROPIN_H
 #define SWARM_PTHREAD_DROPIN_H

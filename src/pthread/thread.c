@@ -187,7 +187,26 @@ void dropin_ensure_runtime(void) {
   start_failed(swarm_init(&cfg));
 }
 
+/* Core's end of an adopted kernel thread (core.h: swarm_external_exit_hook),
+ * after its key destructors ran: its descriptor is released next, so the
+ * record that names it ends now, as a detached thread's does in finish().
+ * Its pthread_t is stale from here on, as NPTL's of an ended thread. */
+static void external_record_end(struct swarm_thread *t) {
+  struct dropin_thread *r =
+      __atomic_exchange_n(&t->slots[SLOT_PTHREAD], NULL, __ATOMIC_ACQ_REL);
+  if (!r)
+    return;
+  sync_spin_lock(&r->done.lock);
+  r->exited = true;
+  if (unlikely(atomic_load_explicit(&r->sig_pending, memory_order_relaxed)))
+    dropin_signal_exit(r); /* under done.lock, as signal.c posts */
+  sync_spin_unlock(&r->done.lock);
+  atomic_store(&r->desc, NULL);
+  record_free(r);
+}
+
 __attribute__((constructor)) static void dropin_load(void) {
+  swarm_external_exit_hook = external_record_end;
   dropin_stack_init();
   dropin_signal_init_early(); /* before the workers start: they unblock it */
   dropin_ensure_runtime();

@@ -9,11 +9,11 @@
  * key and reads as NULL. So delete is O(1) and a reused key index never
  * shows a stale value.
  *
- * Destructors run in sync_thread_exit, on the exiting thread. Core has no
- * thread-exit hook yet; until it has one, the drop-in calls
- * sync_thread_exit for every pthread exit, and native threads run
- * destructors only when core provides `swarm_thread_exit_hook`
- * (picked up below through a weak reference; see docs/sync.md).
+ * Destructors run in sync_thread_exit, on the exiting thread: core calls
+ * it through `swarm_thread_exit_hook` (registered below) when a swarm
+ * thread with data in a slot exits and when a kernel thread that is not a
+ * worker ends (core/park.c); the drop-in calls it itself in its threads'
+ * finish(). See docs/sync.md, "Which exits run destructors".
  */
 #include <stdlib.h>
 #include <string.h>

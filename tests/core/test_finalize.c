@@ -11,7 +11,7 @@
 
 #include "check.h"
 #include "fib_threads.h"
-
+#include "worker_ids.h"
 
 static void *try_finalize(void *a) {
   (void)a;
@@ -39,7 +39,7 @@ int main(void) {
   CHECK_EQ(swarm_is_running(), 1);
   CHECK_EQ(swarm_join(t, NULL), 0);
   /* main's flow is a swarm thread now (possibly stolen to another worker) */
-  CHECK(swarm_worker_id() >= 0 && swarm_worker_id() < swarm_num_workers());
+  CHECK(worker_id_valid(swarm_worker_id())); /* a spare's id is above */
   CHECK_EQ(swarm_init(NULL), EBUSY);
   void *r;
   CHECK_EQ(swarm_spawn(&t, NULL, try_finalize, NULL), 0);
