@@ -246,10 +246,31 @@ static bool all_threads_exited(void) {
   return spawned == exited;
 }
 
-static bool work_visible(void) {
+/* Whether q holds a thread that may run anywhere (a thread pinned to q's
+ * worker, such as a preempted one, only that worker may run). */
+static bool queue_has_unpinned(struct ready_queue *q) {
+  if (queue_count(q) == 0)
+    return false;
+  bool found = false;
+  spin_lock(&q->lock);
+  for (struct swarm_thread *t = q->head; t && !found; t = t->next)
+    found = t->pinned_worker < 0;
+  spin_unlock(&q->lock);
+  return found;
+}
+
+/* Work that w could run: its own queue and deque, other workers' deques
+ * and their queues' unpinned threads. Threads pinned elsewhere do not keep
+ * w awake: it could not take them (steal_round skips them), and whoever
+ * queues one wakes its worker (queue_push_and_wake). Counting them kept an
+ * idle worker spinning at 100% of a core beside one that round-robins
+ * preempted threads. */
+static bool work_visible(struct worker *w) {
+  if (deque_size(&w->deque) > 0 || queue_count(&w->queue) > 0)
+    return true;
   for (int i = 0; i < swarm_rt.nslots; i++) { /* spares too */
     struct worker *v = &swarm_rt.workers[i];
-    if (deque_size(&v->deque) > 0 || queue_count(&v->queue) > 0)
+    if (v != w && (deque_size(&v->deque) > 0 || queue_has_unpinned(&v->queue)))
       return true;
   }
   return false;
@@ -282,7 +303,7 @@ static void worker_sleep(struct worker *w, int64_t timeout_ns) {
   /* Re-check after announcing ourselves, fenced: a pusher either sees us in
    * idle_workers or left its work where we look now (file comment). */
   atomic_thread_fence(memory_order_seq_cst);
-  if (!work_visible() &&
+  if (!work_visible(w) &&
       atomic_load_explicit(&swarm_rt.state, memory_order_acquire) ==
           RT_RUNNING &&
       !atomic_load_explicit(&swarm_rt.finalize_waiter, memory_order_acquire)) {
