@@ -35,7 +35,14 @@
  *        the deque became non-empty saw it non-empty in its re-check, and
  *        whoever slept before was woken by the push that made it non-empty;
  *      - a thief that leaves items behind in its victim wakes another idle
- *        worker, so one wake fans out to as many as there is work for.
+ *        worker, so one wake fans out to as many as there is work for;
+ *      - a yield that queues an unpinned thread on its own worker's ready
+ *        queue (park.c: commit_requeue) wakes one too (Go's wakep): the
+ *        worker runs another thread now, and the yielder is stealable;
+ *      - the sleeper's re-check counts only work it may run (work_visible):
+ *        every deque, its own ready queue, and other queues' unpinned
+ *        threads. A thread pinned to another worker (a preempted one) is
+ *        that worker's to run, and whoever queues it wakes that worker.
  *    One window stays: the owner's view of `top` may be stale, so a push
  *    can look non-empty just after thieves emptied the deque. A sleeper
  *    racing that push sleeps until its timeout, which starts at 1 ms and
