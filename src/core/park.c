@@ -300,10 +300,22 @@ bool commit_requeue(struct swarm_thread *self, void *arg) {
   struct worker *w = worker_current(), *target = w;
   if (self->pinned_worker >= 0)
     target = &swarm_rt.workers[self->pinned_worker];
-  if (target == w)
-    ready_queue_push(&w->queue, self); /* we run it ourselves: no wake */
-  else
+  if (target != w) {
     queue_push_and_wake(target, self, w);
+    return true;
+  }
+  ready_queue_push(&w->queue, self);
+  /* We run another thread now, so a thread that may run anywhere waits
+   * here: an idle worker can steal it (sched.c), so wake one, fenced as
+   * every ready-queue push (Go's wakep). Without the wake a sleeper found
+   * it only at its timeout (up to 256 ms), and threads that take turns by
+   * yielding (the mutex's slice) stayed on one worker while the other
+   * slept (tests/core/test_balance_yield). A pinned thread (a preempted
+   * one) only we may run: no wake. */
+  if (self->pinned_worker < 0) {
+    atomic_thread_fence(memory_order_seq_cst);
+    wake_if_idle(w);
+  }
   return true;
 }
 

@@ -35,7 +35,14 @@
  *        the deque became non-empty saw it non-empty in its re-check, and
  *        whoever slept before was woken by the push that made it non-empty;
  *      - a thief that leaves items behind in its victim wakes another idle
- *        worker, so one wake fans out to as many as there is work for.
+ *        worker, so one wake fans out to as many as there is work for;
+ *      - a yield that queues an unpinned thread on its own worker's ready
+ *        queue (park.c: commit_requeue) wakes one too (Go's wakep): the
+ *        worker runs another thread now, and the yielder is stealable;
+ *      - the sleeper's re-check counts only work it may run (work_visible):
+ *        every deque, its own ready queue, and other queues' unpinned
+ *        threads. A thread pinned to another worker (a preempted one) is
+ *        that worker's to run, and whoever queues it wakes that worker.
  *    One window stays: the owner's view of `top` may be stale, so a push
  *    can look non-empty just after thieves emptied the deque. A sleeper
  *    racing that push sleeps until its timeout, which starts at 1 ms and
@@ -246,10 +253,31 @@ static bool all_threads_exited(void) {
   return spawned == exited;
 }
 
-static bool work_visible(void) {
+/* Whether q holds a thread that may run anywhere (a thread pinned to q's
+ * worker, such as a preempted one, only that worker may run). */
+static bool queue_has_unpinned(struct ready_queue *q) {
+  if (queue_count(q) == 0)
+    return false;
+  bool found = false;
+  spin_lock(&q->lock);
+  for (struct swarm_thread *t = q->head; t && !found; t = t->next)
+    found = t->pinned_worker < 0;
+  spin_unlock(&q->lock);
+  return found;
+}
+
+/* Work that w could run: its own queue and deque, other workers' deques
+ * and their queues' unpinned threads. Threads pinned elsewhere do not keep
+ * w awake: it could not take them (steal_round skips them), and whoever
+ * queues one wakes its worker (queue_push_and_wake). Counting them kept an
+ * idle worker spinning at 100% of a core beside one that round-robins
+ * preempted threads. */
+static bool work_visible(struct worker *w) {
+  if (deque_size(&w->deque) > 0 || queue_count(&w->queue) > 0)
+    return true;
   for (int i = 0; i < swarm_rt.nslots; i++) { /* spares too */
     struct worker *v = &swarm_rt.workers[i];
-    if (deque_size(&v->deque) > 0 || queue_count(&v->queue) > 0)
+    if (v != w && (deque_size(&v->deque) > 0 || queue_has_unpinned(&v->queue)))
       return true;
   }
   return false;
@@ -282,7 +310,7 @@ static void worker_sleep(struct worker *w, int64_t timeout_ns) {
   /* Re-check after announcing ourselves, fenced: a pusher either sees us in
    * idle_workers or left its work where we look now (file comment). */
   atomic_thread_fence(memory_order_seq_cst);
-  if (!work_visible() &&
+  if (!work_visible(w) &&
       atomic_load_explicit(&swarm_rt.state, memory_order_acquire) ==
           RT_RUNNING &&
       !atomic_load_explicit(&swarm_rt.finalize_waiter, memory_order_acquire)) {
