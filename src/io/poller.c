@@ -517,10 +517,10 @@ static struct io_worker *worker_poller(int idx) {
 
 struct io_worker *io_ring_here(void) {
   struct worker *w = worker_current();
-  if (!w || w->id >= swarm_rt.nworkers)
+  const struct io_backend *be = backend(); /* none yet: the next read */
+  if (!w || w->id >= swarm_rt.nworkers || !be || !be->recv)
     return NULL; /* a spare: its own poller is a regular worker's */
-  struct io_worker *iw = worker_poller(w->id);
-  return iw && backend()->recv ? iw : NULL;
+  return worker_poller(w->id);
 }
 
 static const char *io_backend_note(void) {

@@ -38,6 +38,8 @@
  *  - the completion touches nothing of the node after its exchange to DONE
  *    (or after readying the thread it claimed).
  */
+#include <limits.h>
+
 #include "io/backend.h"
 #include "io/io.h"
 
@@ -45,6 +47,7 @@ enum { RING_NONE, RING_FLIGHT, RING_WAITING, RING_DONE };
 
 bool io_ring_eligible(struct io_fd *e, struct io_node *n) {
   if (n->dir != 0 || !e->socket || !e->stream || n->len == 0 ||
+      n->len > INT_MAX || /* an SQE's length is 32 bits */
       (n->flags & MSG_DONTWAIT) ||
       atomic_load_explicit(&e->how[0], memory_order_relaxed) == IO_HOW_READY)
     return false;
