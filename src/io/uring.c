@@ -188,6 +188,17 @@ static int ur_recv(struct io_worker *iw, struct io_node *n, bool poll_first) {
   return 0;
 }
 
+/* Cancels the request with user_data and returns once the kernel has
+ * ended it: 0, or -ENOENT if there was none. */
+static int sync_cancel(struct io_uring *ring, uint64_t user_data) {
+  struct io_uring_sync_cancel_reg reg;
+  memset(&reg, 0, sizeof reg);
+  reg.addr = user_data;
+  reg.fd = -1;
+  reg.timeout.tv_sec = reg.timeout.tv_nsec = -1;
+  return io_uring_register_sync_cancel(ring, &reg);
+}
+
 static void ur_flush(struct io_worker *iw) {
   struct uring *u = iw->priv;
   if (atomic_load_explicit(&u->pending, memory_order_relaxed)) {
@@ -200,15 +211,9 @@ static void ur_flush(struct io_worker *iw) {
 /* The synchronous cancel of ur_del, by the recv's user data; its
  * completion (ECANCELED, or the data if it came first) is reaped later. */
 static void ur_recv_cancel(struct io_worker *iw, struct io_node *n) {
-  struct uring *u = iw->priv;
   ur_flush(iw);
-  struct io_uring_sync_cancel_reg reg;
-  memset(&reg, 0, sizeof reg);
-  reg.addr = IO_RING_OP_TAG | (uint64_t)(uintptr_t)n;
-  reg.fd = -1;
-  reg.timeout.tv_sec = -1;
-  reg.timeout.tv_nsec = -1;
-  io_uring_register_sync_cancel(&u->ring, &reg);
+  sync_cancel(&((struct uring *)iw->priv)->ring,
+              IO_RING_OP_TAG | (uint64_t)(uintptr_t)n);
 }
 
 /* Cancels fd's poll and waits until the kernel has done so (the
@@ -218,15 +223,8 @@ static void ur_recv_cancel(struct io_worker *iw, struct io_node *n) {
  * queued goes in first, or the cancel would miss it. */
 static void ur_del(struct io_worker *iw, int fd, uint64_t token) {
   (void)fd;
-  struct uring *u = iw->priv;
   ur_flush(iw);
-  struct io_uring_sync_cancel_reg reg;
-  memset(&reg, 0, sizeof reg);
-  reg.addr = token;
-  reg.fd = -1;
-  reg.timeout.tv_sec = -1;
-  reg.timeout.tv_nsec = -1;
-  io_uring_register_sync_cancel(&u->ring, &reg);
+  sync_cancel(&((struct uring *)iw->priv)->ring, token);
 }
 
 struct done_cqe {
@@ -359,14 +357,9 @@ bool io_uring_usable(char *why, unsigned len) {
   bool ok = false;
   const unsigned need = IORING_FEAT_EXT_ARG | IORING_FEAT_NODROP;
   int evfd = (int)sys_eventfd2(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  struct io_uring_sync_cancel_reg reg;
-  memset(&reg, 0, sizeof reg);
-  reg.addr = 12345; /* nothing: ENOENT where synchronous cancel exists */
-  reg.fd = -1;
-  reg.timeout.tv_sec = reg.timeout.tv_nsec = -1;
   if ((features & need) != need) {
     snprintf(why, len, "kernel too old (no IORING_FEAT_EXT_ARG/NODROP)");
-  } else if (io_uring_register_sync_cancel(&ring, &reg) != -ENOENT) {
+  } else if (sync_cancel(&ring, 12345) != -ENOENT) { /* 12345: nothing */
     snprintf(why, len, "kernel too old (no IORING_REGISTER_SYNC_CANCEL)");
   } else if (evfd < 0) {
     snprintf(why, len, "eventfd: %s", strerror(-evfd));
