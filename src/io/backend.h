@@ -33,6 +33,20 @@
 
 #define IO_WAKE_TOKEN UINT64_MAX /* the wake-up eventfd's events */
 #define IO_EVENT_BATCH 128
+/* A completion's user data with this bit (and not IO_WAKE_TOKEN) is a read
+ * performed by the ring (io/ringread.c): the rest is its struct io_node.
+ * Tokens keep 31 bits of the generation, so they never have it. */
+#define IO_RING_OP_TAG (1ull << 63)
+
+/* The token of descriptor fd at generation gen. */
+static inline uint64_t io_token(uint32_t gen, int fd) {
+  return (uint64_t)(gen & 0x7fffffffu) << 32 | (uint32_t)fd;
+}
+static inline bool io_token_is_gen(uint64_t token, uint32_t gen) {
+  return (uint32_t)(token >> 32) == (gen & 0x7fffffffu);
+}
+
+struct io_node;
 
 /* One worker's poller, whichever back end. Created on first need under
  * poller.c's create lock; `fd` + 1 is published in `ready` (0: not yet). */
@@ -72,20 +86,40 @@ struct io_backend {
   void (*wake)(struct io_worker *iw);
   /* uring: arms fd's poll again (it ended); under the entry's lock. */
   void (*rearm)(struct io_worker *iw, int fd, uint64_t token);
+  /* uring, unless SWARM_URING_RECV=0 or the kernel lacks IORING_OP_RECV
+   * (NULL then): queues an IORING_OP_RECV of n->len bytes into n->buf
+   * from n->fd, tagged n (IO_RING_OP_TAG), submitted with the owner's next
+   * io_uring_enter; its completion goes to io_ring_done. The caller is
+   * iw's worker. poll_first: the stream was drained, skip the kernel's
+   * first try. 0 or -errno. */
+  int (*recv)(struct io_worker *iw, struct io_node *n, bool poll_first);
+  /* Cancels n's recv and returns once the kernel has ended it (its
+   * completion, with the data if any came first, may still be unread). */
+  void (*recv_cancel)(struct io_worker *iw, struct io_node *n);
+  /* Submits what is queued (a close must not let a queued recv find the
+   * next file given the same number). */
+  void (*flush)(struct io_worker *iw);
 };
 
+/* poller.c: the back end chosen (NULL before the first poller). */
+const struct io_backend *io_backend_of(void);
 /* poller.c: one event for token; returns the threads it readied. */
 int io_deliver(uint64_t token, uint32_t events);
 /* poller.c: token's registration ended; ->rearm it if the descriptor is
  * still registered under that generation. */
 void io_rearm(uint64_t token);
+/* ringread.c: the recv queued for n completed with res; returns the
+ * threads it readied (0 or 1). */
+int io_ring_done(struct io_node *n, long res);
 /* poller.c: token's registration ended for good (the back end refused
  * it): the entry is no longer registered, the next wait registers again. */
 void io_unregistered(uint64_t token);
 
 extern const struct io_backend io_backend_epoll;
 #ifdef SWARM_HAVE_URING
-extern const struct io_backend io_backend_uring;
+/* The uring back end, reads in the ring or not (SWARM_URING_RECV=0, or a
+ * kernel without IORING_OP_RECV), and what was chosen in note[len]. */
+const struct io_backend *io_uring_variant(char *note, unsigned len);
 /* Whether this kernel gives what the uring back end needs (multishot poll,
  * waits with a timeout argument, no dropped completions); if not, a reason
  * in why[len]. */

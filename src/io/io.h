@@ -75,7 +75,8 @@ struct io_fd {
   _Atomic uint32_t rseq, wseq; /* readiness edges seen, per direction */
   _Atomic uint32_t drained;    /* rseq + 1 when a read came back short with
                                 * rseq at that value; 0: nothing known */
-  _Atomic bool ended; /* a poller saw hang-up or error: no drained hint */
+  _Atomic bool ended;      /* a poller saw hang-up or error: no drained hint */
+  _Atomic bool ring_short; /* ringread.c: the last read came back short */
   /* What the kernel said of the open file's O_NONBLOCK and the socket's
    * SO_RCVTIMEO / SO_SNDTIMEO, cached while io_fd_opts_watch() is in
    * force (the drop-in sees every call that changes them): the global
@@ -130,6 +131,12 @@ struct io_node {
   socklen_t *addrlen;
   const struct sockaddr *caddr;
   socklen_t caddrlen;
+  /* a read performed by the ring (ringread.c): seq then holds e's gen */
+  bool ring;              /* the recv goes (or went) to ring_iw */
+  bool ring_first;        /* the stream was drained: the kernel polls first */
+  _Atomic int ring_state; /* enum in ringread.c */
+  long ring_res;          /* the recv's result, once ring_state says done */
+  struct io_worker *ring_iw;
 };
 
 /* errno of the running kernel thread, safe across a switch */
@@ -227,6 +234,33 @@ long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns);
 int io_wait_many(struct io_node *nodes, int count, uint64_t deadline);
 /* Makes sure e (descriptor fd) is in an epoll. false: epoll refuses it. */
 bool io_fd_register(struct io_fd *e, int fd);
+/* The parking protocol's pieces, for ringread.c: a wait's claim (ARMED ->
+ * CLAIMED), the park of io_call and io_wait_many (nodes linked by the
+ * commit, a timer for deadline, the drop-in's interruption), the count of
+ * parked threads that keeps pollers polling, and the running worker's
+ * poller if its back end performs reads in the ring (NULL otherwise). */
+bool io_wait_claim(struct io_wait *wt);
+void io_park_on(struct io_node *nodes, int count, struct io_wait *wt,
+                uint64_t deadline);
+void io_waiting_add(int delta);
+struct io_worker *io_ring_here(void);
+
+/* ---- reads performed by the ring (ringread.c) ---- */
+#define IO_RING_RETRY (-(long)0x7fffffff) /* io_ring_read: try again */
+/* Whether n (a plain read or recv of a stream socket) may be performed by
+ * the ring of the running worker; sets n->ring_iw. */
+bool io_ring_eligible(struct io_fd *e, struct io_node *n);
+/* Parks the thread on an IORING_OP_RECV into its buffer, queued in the
+ * park's commit (io_ring_submit) if e's generation is still gen; returns
+ * its result (data is never dropped, even on timeout, close or
+ * interruption), -EAGAIN (deadline), -EBADF (closed), -ECANCELED
+ * (interrupted), or IO_RING_RETRY (n->ring false: never again). */
+long io_ring_read(struct io_fd *e, struct io_node *n, uint64_t deadline,
+                  uint32_t gen, bool drained);
+/* The commit's part (under e->lock, gen checked): queues n's recv. */
+bool io_ring_submit(struct io_node *n);
+/* A read of e came back with r: keeps the short-read hint. */
+void io_ring_note(struct io_fd *e, const struct io_node *n, long r);
 
 /* ---- offload of regular-file calls (offload.c) ---- */
 /* Runs n->attempt on a pool kernel thread while the caller parks (from a

@@ -125,6 +125,13 @@ static inline const struct io_backend *backend(void) {
   return atomic_load_explicit(&io.be, memory_order_relaxed);
 }
 
+const struct io_backend *io_backend_of(void) {
+  return backend();
+}
+void io_waiting_add(int delta) {
+  atomic_fetch_add(&io.nwaiting, delta);
+}
+
 /* ---- the table ---- */
 
 /* A chunk of entries, made on first use of one of its numbers. */
@@ -226,7 +233,7 @@ void io_fd_created(int fd) {
    * file open until cancelled, so cancel it now, late as it is. */
   if (e->registered)
     backend()->del(&io.workers[e->owner], fd,
-                   (uint64_t)atomic_load(&e->gen) << 32 | (uint32_t)fd);
+                   io_token(atomic_load(&e->gen), fd));
   e->registered = false;
   atomic_store(&e->kind, FD_UNKNOWN); /* classified on first use */
   spin_unlock(&e->lock);
@@ -275,6 +282,10 @@ static bool wait_claim(struct io_wait *wt) {
       return false;
     }
   }
+}
+
+bool io_wait_claim(struct io_wait *wt) {
+  return wait_claim(wt);
 }
 
 static _Atomic uint32_t *dir_seq(struct io_fd *e, int dir) {
@@ -333,7 +344,7 @@ static void edge(struct io_fd *e, int d, uint32_t events,
      * per edge, and each one that gets something done wakes the next
      * (io_fd_kick), so readiness left over is not lost, without a herd. */
     bool kick = n->attempt && n->how == IO_HOW_READY;
-    if ((kick && kicked) || !wait_claim(wt)) {
+    if (n->ring || (kick && kicked) || !wait_claim(wt)) { /* ring: its own */
       n = next;
       continue;
     }
@@ -401,13 +412,12 @@ static int ready_all(struct io_node *done) {
  * current (events of a closed descriptor are dropped). */
 int io_deliver(uint64_t token, uint32_t events) {
   int fd = (int)(uint32_t)token;
-  uint32_t gen = (uint32_t)(token >> 32);
   struct io_fd *e = entry_of(fd);
   if (!e)
     return 0;
   struct io_node *done = NULL;
   spin_lock(&e->lock);
-  if (atomic_load(&e->gen) == gen) {
+  if (io_token_is_gen(token, atomic_load(&e->gen))) {
     /* before edge's bump: a reader that sees the bumped counter sees
      * this too (drained_eligible) */
     if (events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR))
@@ -428,7 +438,7 @@ void io_rearm(uint64_t token) {
   if (!e || !be->rearm)
     return;
   spin_lock(&e->lock);
-  if (atomic_load(&e->gen) == (uint32_t)(token >> 32) && e->registered)
+  if (io_token_is_gen(token, atomic_load(&e->gen)) && e->registered)
     be->rearm(&io.workers[e->owner], fd, token);
   spin_unlock(&e->lock);
 }
@@ -438,7 +448,7 @@ void io_unregistered(uint64_t token) {
   if (!e)
     return;
   spin_lock(&e->lock);
-  if (atomic_load(&e->gen) == (uint32_t)(token >> 32))
+  if (io_token_is_gen(token, atomic_load(&e->gen)))
     e->registered = false;
   spin_unlock(&e->lock);
 }
@@ -472,8 +482,7 @@ static const struct io_backend *choose_backend(void) {
 #ifdef SWARM_HAVE_URING
   char why[96];
   if (io_uring_usable(why, sizeof why)) {
-    snprintf(io.note, sizeof io.note, "uring");
-    return &io_backend_uring;
+    return io_uring_variant(io.note, sizeof io.note);
   }
   snprintf(io.note, sizeof io.note, "epoll (SWARM_IO=uring unusable here: %s)",
            why);
@@ -506,6 +515,14 @@ static struct io_worker *worker_poller(int idx) {
   return ok ? iw : NULL;
 }
 
+struct io_worker *io_ring_here(void) {
+  struct worker *w = worker_current();
+  const struct io_backend *be = backend(); /* none yet: the next read */
+  if (!w || w->id >= swarm_rt.nworkers || !be || !be->recv)
+    return NULL; /* a spare: its own poller is a regular worker's */
+  return worker_poller(w->id);
+}
+
 static const char *io_backend_note(void) {
   return atomic_load(&io.be) ? io.note : NULL;
 }
@@ -523,7 +540,7 @@ bool io_fd_register(struct io_fd *e, int fd) {
   bool ok = true;
   spin_lock(&e->lock);
   if (!e->registered) {
-    uint64_t token = (uint64_t)atomic_load(&e->gen) << 32 | (uint32_t)fd;
+    uint64_t token = io_token(atomic_load(&e->gen), fd);
     if (backend()->add(iw, fd, token, w && w->id == idx) == 0) {
       e->registered = true;
       e->owner = (int16_t)idx;
@@ -555,7 +572,10 @@ long io_fd_forget_with(int fd, long (*op)(int, void *), void *arg) {
   spin_lock(&e->lock);
   if (e->registered)
     backend()->del(&io.workers[e->owner], fd,
-                   (uint64_t)atomic_load(&e->gen) << 32 | (uint32_t)fd);
+                   io_token(atomic_load(&e->gen), fd));
+  for (struct io_node *n = e->head[0]; n; n = n->next)
+    if (n->ring) /* its recv finds this file, and its thread cancels it */
+      backend()->flush(n->ring_iw);
   long r = op(fd, arg);
   if (atomic_load(&e->kind)) {
     atomic_fetch_add(&e->gen, 1);
@@ -604,8 +624,9 @@ static bool commit_wait(struct swarm_thread *self, void *arg) {
   for (int i = 0; i < p->count; i++) {
     struct io_node *n = &p->nodes[i];
     spin_lock(&n->e->lock);
-    if (atomic_load(dir_seq(n->e, n->dir)) != n->seq)
-      missed = true; /* an edge since the attempt: try again */
+    if (n->ring ? atomic_load(&n->e->gen) != n->seq || !io_ring_submit(n)
+                : atomic_load(dir_seq(n->e, n->dir)) != n->seq)
+      missed = true; /* an edge (a close) since the attempt: try again */
     else
       node_link(n->e, n);
     spin_unlock(&n->e->lock);
@@ -638,8 +659,8 @@ static struct swarm_thread *interrupt_hook(void *arg) {
   return wait_claim(wt) ? wt->thread : NULL;
 }
 
-static void park_on(struct io_node *nodes, int count, struct io_wait *wt,
-                    uint64_t deadline) {
+void io_park_on(struct io_node *nodes, int count, struct io_wait *wt,
+                uint64_t deadline) {
   wt->thread = swarm_current_thread();
   atomic_init(&wt->fired, DISARMED);
   atomic_init(&wt->timed_out, 0);
@@ -680,36 +701,45 @@ static void park_on(struct io_node *nodes, int count, struct io_wait *wt,
       os_cpu_relax(); /* its callback still reads wt */
 }
 
-static uint64_t now_ns(void) {
-  return os_now_ns_inline();
-}
-
 long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns) {
   uint64_t deadline = 0;
   bool timeout_known = timeout_ns != 0;
   if (timeout_ns > 0)
-    deadline = now_ns() + (uint64_t)timeout_ns;
+    deadline = os_now_ns_inline() + (uint64_t)timeout_ns;
   n->e = e;
+  bool ring = io_ring_eligible(e, n); /* the ring performs the read */
   for (;;) {
+    uint32_t gen = atomic_load(&e->gen);
     n->seq = atomic_load(dir_seq(e, n->dir));
     bool skip =
-        n->seq + 1 == atomic_load_explicit(&e->drained, memory_order_relaxed) &&
-        drained_eligible(e, n);
+        ring ? atomic_load_explicit(&e->ring_short, memory_order_relaxed)
+             : n->seq + 1 == atomic_load_explicit(&e->drained,
+                                                  memory_order_relaxed) &&
+                   drained_eligible(e, n);
     long r = skip ? -EAGAIN : n->attempt(n);
     if (r != -EAGAIN || (n->flags & MSG_DONTWAIT) || io_fd_nonblock(e, n->fd)) {
       if (skip) /* the program wants an answer now: ask the kernel */
-        return n->attempt(n);
-      drained_note(e, n, r, n->seq);
+        r = n->attempt(n);
+      else
+        drained_note(e, n, r, n->seq);
+      io_ring_note(e, n, r);
       return r; /* the program asked for EAGAIN, by flag or by file */
     }
     if (!timeout_known) {
       timeout_known = true;
       int64_t t = io_fd_timeout(e, n->fd, n->dir);
       if (t > 0)
-        deadline = now_ns() + (uint64_t)t;
+        deadline = os_now_ns_inline() + (uint64_t)t;
     }
-    if (deadline && now_ns() >= deadline)
+    if (deadline && os_now_ns_inline() >= deadline)
       return -EAGAIN;
+    if (ring) {
+      r = io_ring_read(e, n, deadline, gen, skip);
+      if (r != IO_RING_RETRY)
+        return r;
+      ring = n->ring;
+      continue;
+    }
     if (!e->registered && !io_fd_register(e, n->fd)) {
       /* epoll refuses it (a file that is always "ready", or an entry made
        * stale by a close swarm did not see and a regular file opened at
@@ -719,7 +749,7 @@ long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns) {
       return n->attempt(n);
     }
     struct io_wait wt;
-    park_on(n, 1, &wt, deadline);
+    io_park_on(n, 1, &wt, deadline);
     if (wt.completed)
       return wt.result;
     if (wt.closed)
@@ -736,7 +766,7 @@ int io_wait_many(struct io_node *nodes, int count, uint64_t deadline) {
     if (!nodes[i].e->registered && !io_fd_register(nodes[i].e, nodes[i].fd))
       return 1; /* epoll refuses it: treat as ready (regular files) */
   struct io_wait wt;
-  park_on(nodes, count, &wt, deadline);
+  io_park_on(nodes, count, &wt, deadline);
   if (atomic_load(&wt.interrupted))
     return -1; /* a readiness wait has nothing to lose */
   if (wt.completed || wt.closed)
@@ -764,7 +794,8 @@ static void hook_poll(struct worker *w) {
   }
   int readied = 0;
   int n = be->wait(iw, 0, owner, &readied);
-  atomic_store_explicit(&iw->polled_ns, now_ns(), memory_order_relaxed);
+  atomic_store_explicit(&iw->polled_ns, os_now_ns_inline(),
+                        memory_order_relaxed);
   if (backoff) {
     if (n > 0)
       iw->idle_cap = n >= POLL_BATCH ? POLL_SKIP_MAX_BATCH : POLL_SKIP_MAX;
@@ -787,7 +818,8 @@ static bool hook_sleep(struct worker *w, uint32_t seq, int64_t timeout_ns) {
   if (atomic_load_explicit(&w->sleep_word, memory_order_seq_cst) == seq)
     backend()->wait(iw, timeout_ns, true, &readied);
   atomic_store_explicit(&iw->in_sleep, 0, memory_order_relaxed);
-  atomic_store_explicit(&iw->polled_ns, now_ns(), memory_order_relaxed);
+  atomic_store_explicit(&iw->polled_ns, os_now_ns_inline(),
+                        memory_order_relaxed);
   iw->idle_skip = iw->idle_backoff = 0; /* woken: poll at once again */
   return true;
 }

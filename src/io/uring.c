@@ -5,8 +5,11 @@
  * edge-triggered as io_uring polls are unless asked for IORING_POLL_ADD_
  * LEVEL) whose completions carry the entry's token and the poll mask; the
  * wake-up eventfd has one too (token IO_WAKE_TOKEN). The poller still
- * performs the parked calls itself (poller.c): the ring only says which
- * descriptors woke up, as epoll did.
+ * performs most parked calls itself (poller.c): the ring says which
+ * descriptors woke up, as epoll did; but a parked read of a stream socket
+ * is an IORING_OP_RECV into its thread's buffer (io/ringread.c; ->recv,
+ * unless SWARM_URING_RECV=0 or the kernel lacks the opcode), whose
+ * completion (user data IO_RING_OP_TAG | node) goes to io_ring_done.
  *
  * What it changes against epoll:
  *  - an empty poll reads the completion ring's tail in memory: no system
@@ -166,6 +169,53 @@ static long ur_add(struct io_worker *iw, int fd, uint64_t token, bool owner) {
   return 0;
 }
 
+/* Queued like a registration by the owner: it goes in with the worker's
+ * next poll or sleep, batched. */
+static int ur_recv(struct io_worker *iw, struct io_node *n, bool poll_first) {
+  struct uring *u = iw->priv;
+  spin_lock(&u->sq_lock);
+  struct io_uring_sqe *sqe = sqe_get(u);
+  if (!sqe) {
+    spin_unlock(&u->sq_lock);
+    return -EBUSY;
+  }
+  io_uring_prep_recv(sqe, n->fd, n->buf, n->len, 0);
+  if (poll_first) /* drained: the kernel's first try would say EAGAIN */
+    sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
+  io_uring_sqe_set_data64(sqe, IO_RING_OP_TAG | (uint64_t)(uintptr_t)n);
+  atomic_fetch_add_explicit(&u->pending, 1, memory_order_relaxed);
+  spin_unlock(&u->sq_lock);
+  return 0;
+}
+
+/* Cancels the request with user_data and returns once the kernel has
+ * ended it: 0, or -ENOENT if there was none. */
+static int sync_cancel(struct io_uring *ring, uint64_t user_data) {
+  struct io_uring_sync_cancel_reg reg;
+  memset(&reg, 0, sizeof reg);
+  reg.addr = user_data;
+  reg.fd = -1;
+  reg.timeout.tv_sec = reg.timeout.tv_nsec = -1;
+  return io_uring_register_sync_cancel(ring, &reg);
+}
+
+static void ur_flush(struct io_worker *iw) {
+  struct uring *u = iw->priv;
+  if (atomic_load_explicit(&u->pending, memory_order_relaxed)) {
+    spin_lock(&u->sq_lock);
+    submit_now(u);
+    spin_unlock(&u->sq_lock);
+  }
+}
+
+/* The synchronous cancel of ur_del, by the recv's user data; its
+ * completion (ECANCELED, or the data if it came first) is reaped later. */
+static void ur_recv_cancel(struct io_worker *iw, struct io_node *n) {
+  ur_flush(iw);
+  sync_cancel(&((struct uring *)iw->priv)->ring,
+              IO_RING_OP_TAG | (uint64_t)(uintptr_t)n);
+}
+
 /* Cancels fd's poll and waits until the kernel has done so (the
  * synchronous cancel retries while the poll is completing, which an
  * asynchronous POLL_REMOVE reports as EALREADY and leaves armed, holding
@@ -173,19 +223,8 @@ static long ur_add(struct io_worker *iw, int fd, uint64_t token, bool owner) {
  * queued goes in first, or the cancel would miss it. */
 static void ur_del(struct io_worker *iw, int fd, uint64_t token) {
   (void)fd;
-  struct uring *u = iw->priv;
-  if (atomic_load_explicit(&u->pending, memory_order_relaxed)) {
-    spin_lock(&u->sq_lock);
-    submit_now(u);
-    spin_unlock(&u->sq_lock);
-  }
-  struct io_uring_sync_cancel_reg reg;
-  memset(&reg, 0, sizeof reg);
-  reg.addr = token;
-  reg.fd = -1;
-  reg.timeout.tv_sec = -1;
-  reg.timeout.tv_nsec = -1;
-  io_uring_register_sync_cancel(&u->ring, &reg);
+  ur_flush(iw);
+  sync_cancel(&((struct uring *)iw->priv)->ring, token);
 }
 
 struct done_cqe {
@@ -197,11 +236,7 @@ struct done_cqe {
 static int ur_wait(struct io_worker *iw, int64_t timeout_ns, bool owner,
                    int *readied) {
   struct uring *u = iw->priv;
-  if (atomic_load_explicit(&u->pending, memory_order_relaxed)) {
-    spin_lock(&u->sq_lock);
-    submit_now(u);
-    spin_unlock(&u->sq_lock);
-  }
+  ur_flush(iw);
   if (timeout_ns > 0 && !io_uring_cq_ready(&u->ring)) {
     struct __kernel_timespec ts = {.tv_sec = timeout_ns / 1000000000,
                                    .tv_nsec = timeout_ns % 1000000000};
@@ -241,6 +276,11 @@ static int ur_wait(struct io_worker *iw, int64_t timeout_ns, bool owner,
       }
       continue;
     }
+    if (c->token & IO_RING_OP_TAG) {
+      *readied += io_ring_done(
+          (struct io_node *)(uintptr_t)(c->token & ~IO_RING_OP_TAG), c->res);
+      continue;
+    }
     uint32_t events = c->res >= 0 ? (uint32_t)c->res : EPOLLIN | EPOLLOUT;
     *readied += io_deliver(c->token, events);
     if (!more && (c->res >= 0 || c->res == -ECANCELED))
@@ -248,11 +288,7 @@ static int ur_wait(struct io_worker *iw, int64_t timeout_ns, bool owner,
     else if (!more)
       io_unregistered(c->token);
   }
-  if (atomic_load_explicit(&u->pending, memory_order_relaxed)) {
-    spin_lock(&u->sq_lock); /* polls armed again above */
-    submit_now(u);
-    spin_unlock(&u->sq_lock);
-  }
+  ur_flush(iw); /* polls armed again above */
   return (int)n;
 }
 
@@ -272,17 +308,40 @@ static void ur_rearm(struct io_worker *iw, int fd, uint64_t token) {
   spin_unlock(&u->sq_lock);
 }
 
-const struct io_backend io_backend_uring = {
-    .name = "uring",
-    .poll_is_free = true,
-    .open = ur_open,
-    .drop = ur_drop,
-    .add = ur_add,
-    .del = ur_del,
-    .wait = ur_wait,
-    .wake = ur_wake,
-    .rearm = ur_rearm,
-};
+#define UR_OPS                                                                 \
+  .poll_is_free = true, .open = ur_open, .drop = ur_drop, .add = ur_add,       \
+  .del = ur_del, .wait = ur_wait, .wake = ur_wake, .rearm = ur_rearm,          \
+  .flush = ur_flush
+
+/* Reads performed by the ring (io/ringread.c) ... */
+static const struct io_backend uring_recv = {
+    .name = "uring", UR_OPS, .recv = ur_recv, .recv_cancel = ur_recv_cancel};
+/* ... or by the poller after the poll's completion, as epoll's. */
+static const struct io_backend uring_poll = {.name = "uring", UR_OPS};
+
+/* Whether this kernel has IORING_OP_RECV (and the cancel it needs). */
+static bool has_recv(void) {
+  struct io_uring_probe *p = io_uring_get_probe();
+  bool ok = p && io_uring_opcode_supported(p, IORING_OP_RECV) &&
+            io_uring_opcode_supported(p, IORING_OP_ASYNC_CANCEL);
+  if (p)
+    io_uring_free_probe(p);
+  return ok;
+}
+
+const struct io_backend *io_uring_variant(char *note, unsigned len) {
+  const char *v = getenv("SWARM_URING_RECV");
+  if (v && strcmp(v, "0") == 0) {
+    snprintf(note, len, "uring (reads by poll: SWARM_URING_RECV=0)");
+    return &uring_poll;
+  }
+  if (!has_recv()) {
+    snprintf(note, len, "uring (reads by poll: no IORING_OP_RECV here)");
+    return &uring_poll;
+  }
+  snprintf(note, len, "uring (reads in the ring)");
+  return &uring_recv;
+}
 
 /* The features used, tried for real on a small ring: synchronous cancel
  * (Linux 6.0) must answer ENOENT for nothing, and a multishot poll on an
@@ -298,14 +357,9 @@ bool io_uring_usable(char *why, unsigned len) {
   bool ok = false;
   const unsigned need = IORING_FEAT_EXT_ARG | IORING_FEAT_NODROP;
   int evfd = (int)sys_eventfd2(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  struct io_uring_sync_cancel_reg reg;
-  memset(&reg, 0, sizeof reg);
-  reg.addr = 12345; /* nothing: ENOENT where synchronous cancel exists */
-  reg.fd = -1;
-  reg.timeout.tv_sec = reg.timeout.tv_nsec = -1;
   if ((features & need) != need) {
     snprintf(why, len, "kernel too old (no IORING_FEAT_EXT_ARG/NODROP)");
-  } else if (io_uring_register_sync_cancel(&ring, &reg) != -ENOENT) {
+  } else if (sync_cancel(&ring, 12345) != -ENOENT) { /* 12345: nothing */
     snprintf(why, len, "kernel too old (no IORING_REGISTER_SYNC_CANCEL)");
   } else if (evfd < 0) {
     snprintf(why, len, "eventfd: %s", strerror(-evfd));
