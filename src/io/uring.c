@@ -331,6 +331,11 @@ static bool has_recv(void) {
 
 const struct io_backend *io_uring_variant(char *note, unsigned len) {
   const char *v = getenv("SWARM_URING_RECV");
+  if (v && *v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
+    fprintf(stderr, "swarm: ignoring SWARM_URING_RECV='%s': expected 0 or 1\n",
+            v);
+    v = NULL;
+  }
   if (v && strcmp(v, "0") == 0) {
     snprintf(note, len, "uring (reads by poll: SWARM_URING_RECV=0)");
     return &uring_poll;
