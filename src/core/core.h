@@ -331,6 +331,31 @@ static inline struct worker *worker_current(void) {
 #endif
 }
 
+/* worker_current for the fast paths of spawn and join, which test a cache
+ * of the worker before anything else: on a kernel thread that is not a
+ * worker it is swarm_worker_none, never started, whose descriptor cache is
+ * empty (descs.head NULL: spawn goes the general way) and full (descs.count
+ * at its maximum: join's put goes the slow way, which reads worker_current
+ * again), so those paths need no test for NULL. tls_worker_set (runtime.c)
+ * keeps it in step with swarm_tls_worker; it starts as &swarm_worker_none. */
+extern __thread struct worker *swarm_tls_worker_or_none
+    __attribute__((tls_model("initial-exec")));
+extern struct worker swarm_worker_none __attribute__((visibility("hidden")));
+struct worker *swarm_worker_or_none_slow(void);
+static inline struct worker *worker_current_or_none(void) {
+#if defined(__x86_64__)
+  struct worker *w;
+  __asm__ volatile("movq swarm_tls_worker_or_none@gottpoff(%%rip), %0\n\t"
+                   "movq %%fs:(%0), %0"
+                   : "=r"(w));
+  return w;
+#else
+  return swarm_worker_or_none_slow();
+#endif
+}
+/* Makes w (NULL: none) the calling kernel thread's worker: both TLS words. */
+void tls_worker_set(struct worker *w);
+
 /* ---- park / ready: the one way to block and to wake ---- */
 typedef bool (*swarm_commit_fn)(struct swarm_thread *self, void *arg);
 /* The calling thread's descriptor (a worker's current thread, or the
@@ -637,14 +662,21 @@ static inline struct swarm_thread *desc_alloc(struct worker *w) {
 
 /* Puts t, already retired (a new generation, no flags), into w's cache
  * (w may be NULL). */
-static inline void desc_cache_put(struct worker *w, struct swarm_thread *t) {
-  if (likely(w && cache_count_below(&w->descs.count, DESC_CACHE_MAX))) {
+/* desc_cache_put for w from worker_current_or_none (never NULL):
+ * swarm_worker_none's cache counts as full. */
+static inline void desc_cache_put_or_none(struct worker *w,
+                                          struct swarm_thread *t) {
+  if (likely(cache_count_below(&w->descs.count, DESC_CACHE_MAX))) {
     t->next = w->descs.head;
     w->descs.head = t;
     cache_count_inc(&w->descs.count);
     return;
   }
-  desc_release_slow(w, t);
+  desc_release_slow(w == &swarm_worker_none ? NULL : w, t);
+}
+
+static inline void desc_cache_put(struct worker *w, struct swarm_thread *t) {
+  desc_cache_put_or_none(w ? w : &swarm_worker_none, t);
 }
 
 /* A slot whose generation is the last one (2^32 - 1) is never reused: its

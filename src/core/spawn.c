@@ -556,12 +556,20 @@ static __attribute__((noinline)) int spawn_general(swarm_thread_t *out,
 
 int swarm_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
                 void *(*fn)(void *), void *arg) {
-  struct worker *w = worker_current();
+  /* swarm_worker_none on a kernel thread that is not a worker: its
+   * descriptor cache is empty, so the test of the head is that one too. */
+  struct worker *w = worker_current_or_none();
   struct swarm_thread *t;
   /* The fast path makes no call before the switch: a cached descriptor,
    * with the stack its last thread kept (spawn_bind_stack) or a cached
    * one; refills and the rest happen in spawn_general. */
-  if (unlikely(attr || !fn || !out || !w || !(t = w->descs.head)))
+  if (unlikely(attr))
+    return spawn_general(out, attr, fn, arg);
+  if (unlikely(!fn))
+    return spawn_general(out, attr, fn, arg);
+  if (unlikely(!out))
+    return spawn_general(out, attr, fn, arg);
+  if (unlikely(!(t = w->descs.head)))
     return spawn_general(out, attr, fn, arg);
   if (likely(t->stack.size == w->spawn_keep_size)) {
     /* A kept stack on an untraced worker (spawn_keep_size): no after

@@ -366,7 +366,7 @@ int swarm_join(swarm_thread_t h, void **result) {
     if (likely(control_cas(&t->control, c, next))) {
       if (result)
         *result = r;
-      desc_cache_put(worker_current(), t);
+      desc_cache_put_or_none(worker_current_or_none(), t); /* no NULL test */
       return 0;
     }
   }
