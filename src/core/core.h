@@ -113,7 +113,11 @@ struct swarm_thread {
   uint32_t index;              /* slot in the handle table (also in control) */
   uint8_t kind;                /* enum thread_kind */
   uint8_t park_reason;         /* enum swarm_park_reason of its last park */
-  int16_t pinned_worker;       /* -1, or the only worker that may run it */
+  int16_t pinned_worker;       /* -1, or the only worker that may run it;
+                                  only swarm_finalize's waits and a
+                                  preemption's yield pin, and neither
+                                  spawns: swarm_spawn's kept-stack path does
+                                  not test it (spawn.c) */
   _Atomic uint32_t wake_word;  /* THREAD_EXTERNAL: futex for park */
   int saved_errno;             /* errno while switched out */
   uint32_t era;                /* swarm_rt.era at its last park (fork.c) */

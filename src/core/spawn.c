@@ -444,10 +444,13 @@ static int spawn_external(swarm_thread_t *out, size_t size, bool detached,
  * must finish the job on the child's stack: after_push_parent for a pinned
  * parent or a full deque (it grows it), after_wake_idle when a worker
  * sleeps. So the fast path makes no call before the switch, and nothing of
- * it lives in callee-saved registers. */
+ * it lives in callee-saved registers. may_pin false: the caller knows the
+ * parent is not pinned (swarm_spawn's kept-stack path: see core.h's
+ * pinned_worker, a pinned thread never spawns). */
 static inline void *(*push_parent_early(struct worker *w,
-                                        struct swarm_thread *parent))(void *) {
-  if (unlikely(parent->pinned_worker >= 0))
+                                        struct swarm_thread *parent,
+                                        bool may_pin))(void *) {
+  if (may_pin && unlikely(parent->pinned_worker >= 0))
     return after_push_parent;
   __atomic_store_n(&parent->sp, NULL, __ATOMIC_RELAXED);
   int pushed = deque_try_push(&w->deque, parent);
@@ -478,7 +481,7 @@ spawn_run(struct worker *w, struct swarm_thread *t, swarm_thread_t *out,
   int saved_errno = os_errno_take();
   void *(*after)(void *) = may_trace ? w->after_spawn : NULL;
   if (likely(!after))
-    after = push_parent_early(w, parent);
+    after = push_parent_early(w, parent, may_trace);
   w->current = t; /* its first run is counted by stat_spawned_pub */
 #ifdef SWARM_ASAN
   void *fake = NULL;
@@ -573,7 +576,8 @@ int swarm_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
     return spawn_general(out, attr, fn, arg);
   if (likely(t->stack.size == w->spawn_keep_size)) {
     /* A kept stack on an untraced worker (spawn_keep_size): no after
-     * step to test for. */
+     * step to test for, and no pinned parent (core.h: a pinned thread
+     * does not spawn). */
     w->descs.count--;
     w->stack_keep_room++;
     w->descs.head = t->next;
