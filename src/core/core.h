@@ -536,22 +536,9 @@ void ready_queue_push(struct ready_queue *q, struct swarm_thread *t);
 struct swarm_thread *ready_queue_pop(struct ready_queue *q, bool unpinned_only);
 void worker_wake(struct worker *w);
 
-/* *p == v, read with acquire order (join's fast path). On x86-64 a
- * compare in memory, which GCC does not make of an atomic load; the asm is
- * a compiler barrier, so what the caller reads after stays after. */
-static inline bool control_is(_Atomic uint64_t *p, uint64_t v) {
-#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
-  bool eq;
-  __asm__ volatile("cmpq %2, %1" : "=@cce"(eq) : "m"(*p), "r"(v) : "memory");
-  return eq;
-#else
-  return atomic_load_explicit(p, memory_order_acquire) == v;
-#endif
-}
-
-/* CAS of *p from `expected` to `desired` (relaxed; a full barrier on
- * x86-64). There the lock cmpxchg addresses the word itself: GCC's builtin
- * computes its address into a register first. */
+/* CAS of *p from `expected` to `desired` (acquire when it succeeds; a
+ * full barrier on x86-64). There the lock cmpxchg addresses the word
+ * itself: GCC's builtin computes its address into a register first. */
 static inline bool control_cas(_Atomic uint64_t *p, uint64_t expected,
                                uint64_t desired) {
 #if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
@@ -563,7 +550,7 @@ static inline bool control_cas(_Atomic uint64_t *p, uint64_t expected,
   return ok;
 #else
   return atomic_compare_exchange_strong_explicit(
-      p, &expected, desired, memory_order_relaxed, memory_order_relaxed);
+      p, &expected, desired, memory_order_acquire, memory_order_relaxed);
 #endif
 }
 
