@@ -651,10 +651,9 @@ static inline struct swarm_thread *desc_alloc(struct worker *w) {
  * of a MAIN or EXTERNAL one, which is not swarm's. Its slots are NULL
  * (user_thread_exit_slow, desc_release), so spawn need not clear them. */
 
-/* Puts t, already retired (a new generation, no flags), into w's cache
- * (w may be NULL). */
-/* desc_cache_put for w from worker_current_or_none (never NULL):
- * swarm_worker_none's cache counts as full. */
+/* Puts t, already retired (a new generation, no flags), into w's cache;
+ * w from worker_current_or_none (never NULL): swarm_worker_none's cache
+ * counts as full. */
 static inline void desc_cache_put_or_none(struct worker *w,
                                           struct swarm_thread *t) {
   if (likely(cache_count_below(&w->descs.count, DESC_CACHE_MAX))) {
@@ -666,6 +665,7 @@ static inline void desc_cache_put_or_none(struct worker *w,
   desc_release_slow(w == &swarm_worker_none ? NULL : w, t);
 }
 
+/* The same for w from worker_current (w may be NULL). */
 static inline void desc_cache_put(struct worker *w, struct swarm_thread *t) {
   desc_cache_put_or_none(w ? w : &swarm_worker_none, t);
 }
