@@ -109,12 +109,19 @@ swarm_arch_resume_plain:
         .globl  swarm_arch_resume_publish
         .hidden swarm_arch_resume_publish
 swarm_arch_resume_publish:
-        movq    %rdi, %rsp
-        movl    $1, %eax
-        lock xaddq %rax, (%rdx)
-        testb   $SWARM_ARCH_PUBLISH_NOTIFY, %al
-        jnz     4f
         movq    %rsi, %rax
+/* swarm_arch_resume_publish_rax: the same with arg in rax (new_sp rdi, word
+ * rdx), where core's exit has it: not a C calling convention, so core
+ * reaches it by a jump from inline assembly (spawn.c). Not part of the
+ * switch contract (context.h: SWARM_ARCH_RESUME_PUBLISH_RAX). */
+        .globl  swarm_arch_resume_publish_rax
+        .hidden swarm_arch_resume_publish_rax
+swarm_arch_resume_publish_rax:
+        movq    %rdi, %rsp
+        movl    $1, %ecx
+        lock xaddq %rcx, (%rdx)
+        testb   $SWARM_ARCH_PUBLISH_NOTIFY, %cl
+        jnz     4f
 5:
         stmxcsr -8(%rsp)
         movl    -8(%rsp), %ecx
@@ -139,9 +146,9 @@ swarm_arch_resume_publish:
         fldcw   4(%rsp)
         jmp     2b
 4:                                  /* publish: a joiner or a detach */
-        movq    %rsi, %rbx
-        movq    %rsi, %rdi
-        movq    %rax, %rsi
+        movq    %rax, %rbx
+        movq    %rax, %rdi
+        movq    %rcx, %rsi
         call    swarm_thread_published /* hidden: a direct call */
         movq    %rbx, %rax
         jmp     5b

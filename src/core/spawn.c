@@ -252,6 +252,24 @@ void swarm_arch_resume_publish_tail(
     _Atomic uint64_t *word) __asm__("swarm_arch_resume_publish")
     __attribute__((visibility("hidden")));
 
+/* swarm_arch_resume_publish(sp, w, &t->control), where the back end has
+ * it, as a jump to its entry that takes w in rax (arch/context.h:
+ * SWARM_ARCH_RESUME_PUBLISH_RAX): w is there after worker_current, so the
+ * exit moves neither it nor, then, the word's address (two instructions).
+ * The jump leaves this frame for good, as the tail call does. */
+static inline __attribute__((always_inline)) void
+resume_publish_to(void *sp, struct worker *w, struct swarm_thread *t) {
+#ifdef SWARM_ARCH_RESUME_PUBLISH_RAX
+  __asm__ volatile("jmp swarm_arch_resume_publish_rax"
+                   :
+                   : "D"(sp), "a"(w), "d"(&t->control)
+                   : "memory");
+  __builtin_unreachable();
+#else
+  swarm_arch_resume_publish_tail(sp, w, &t->control);
+#endif
+}
+
 /* Leaves t, whose result is stored and whose stack stays on its
  * descriptor, for next (NULL: the scheduler context); EXITED is published
  * once off t's stack, so a joiner may reuse the stack at once. */
@@ -259,7 +277,7 @@ static inline __attribute__((always_inline)) void
 resume_publish(struct worker *w, struct swarm_thread *next,
                struct swarm_thread *t) {
   void *sp = enter_next_ending(w, next);
-  swarm_arch_resume_publish_tail(sp, w, &t->control);
+  resume_publish_to(sp, w, t);
 }
 
 /* resume_publish to a thread the deque gave (not NULL), its run not
@@ -271,7 +289,7 @@ resume_publish_handoff(struct worker *w, struct swarm_thread *next,
   w->current = next;
   void *sp = next->sp;
   fiber_ends(w, next);
-  swarm_arch_resume_publish_tail(sp, w, &t->control);
+  resume_publish_to(sp, w, t);
 }
 
 /* The kept-stack exit when deque_take_begin left the take to finish. */
