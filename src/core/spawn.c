@@ -253,16 +253,22 @@ void swarm_arch_resume_publish_tail(
     __attribute__((visibility("hidden")));
 
 /* swarm_arch_resume_publish(sp, w, &t->control), where the back end has
- * it, as a jump to its entry that takes w in rax (arch/context.h:
- * SWARM_ARCH_RESUME_PUBLISH_RAX): w is there after worker_current, so the
- * exit moves neither it nor, then, the word's address (two instructions).
- * The jump leaves this frame for good, as the tail call does. */
+ * it, as a jump to its entry that takes w in rax and t in rcx
+ * (arch/context.h: SWARM_ARCH_RESUME_PUBLISH_RAX): w is there after
+ * worker_current and t after its load, so the exit moves neither and
+ * computes no address (three instructions). The jump leaves this frame for
+ * good, as the tail call does. */
+#ifdef SWARM_ARCH_RESUME_PUBLISH_RAX
+_Static_assert(offsetof(struct swarm_thread, control) ==
+                   SWARM_ARCH_PUBLISH_WORD_OFFSET,
+               "swarm_arch_resume_publish_rax adds to t's control word");
+#endif
 static inline __attribute__((always_inline)) void
 resume_publish_to(void *sp, struct worker *w, struct swarm_thread *t) {
 #ifdef SWARM_ARCH_RESUME_PUBLISH_RAX
   __asm__ volatile("jmp swarm_arch_resume_publish_rax"
                    :
-                   : "D"(sp), "a"(w), "d"(&t->control)
+                   : "D"(sp), "a"(w), "c"(t)
                    : "memory");
   __builtin_unreachable();
 #else
