@@ -117,12 +117,30 @@
  * a spawning parent on its deque before the switch, with thieves waiting for
  * the saved stack pointer (core/spawn.c). The portable back end writes its
  * old stack after *save_sp (siglongjmp) and does not define it.
+ *
+ * SWARM_ARCH_RESUME_PUBLISH_RAX (below, the x86-64 assembly back end only;
+ * optional, not part of the contract): swarm_arch_resume_publish_rax is
+ * swarm_arch_resume_publish with arg in rax, the register the exit's fast
+ * path has its worker in after the TLS read, and in rcx the object whose
+ * word at SWARM_ARCH_PUBLISH_WORD_OFFSET is the one to add to (core's
+ * thread descriptor, where the exit has it; new_sp in rdi).
+ * That is no C calling convention: core reaches it with a jump from inline
+ * assembly (core/spawn.c), which it may since nothing of the jumping
+ * frame is ever used again.
  */
 #ifndef SWARM_ARCH_CONTEXT_H
 #define SWARM_ARCH_CONTEXT_H
 
 /* swarm_arch_resume_publish's mask (an immediate in the assembly). */
 #define SWARM_ARCH_PUBLISH_NOTIFY 0xa
+
+/* swarm_arch_resume_publish_rax's offset of the word in its object: core's
+ * descriptor's control word (spawn.c asserts). */
+#define SWARM_ARCH_PUBLISH_WORD_OFFSET 40
+
+#if defined(__x86_64__) && defined(SWARM_ARCH_PUBLISH_LAST)
+#define SWARM_ARCH_RESUME_PUBLISH_RAX 1
+#endif
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>

@@ -109,12 +109,22 @@ swarm_arch_resume_plain:
         .globl  swarm_arch_resume_publish
         .hidden swarm_arch_resume_publish
 swarm_arch_resume_publish:
-        movq    %rdi, %rsp
-        movl    $1, %eax
-        lock xaddq %rax, (%rdx)
-        testb   $SWARM_ARCH_PUBLISH_NOTIFY, %al
-        jnz     4f
         movq    %rsi, %rax
+        leaq    -SWARM_ARCH_PUBLISH_WORD_OFFSET(%rdx), %rcx
+/* swarm_arch_resume_publish_rax: the same with arg in rax and, instead of
+ * the word, the object it is in, in rcx, the word at
+ * SWARM_ARCH_PUBLISH_WORD_OFFSET (new_sp in rdi): where core's exit has
+ * them. Not a C calling convention, so core reaches it by a jump from
+ * inline assembly (spawn.c). Not part of the switch contract (context.h:
+ * SWARM_ARCH_RESUME_PUBLISH_RAX). */
+        .globl  swarm_arch_resume_publish_rax
+        .hidden swarm_arch_resume_publish_rax
+swarm_arch_resume_publish_rax:
+        movq    %rdi, %rsp
+        movl    $1, %edx
+        lock xaddq %rdx, SWARM_ARCH_PUBLISH_WORD_OFFSET(%rcx)
+        testb   $SWARM_ARCH_PUBLISH_NOTIFY, %dl
+        jnz     4f
 5:
         stmxcsr -8(%rsp)
         movl    -8(%rsp), %ecx
@@ -139,9 +149,10 @@ swarm_arch_resume_publish:
         fldcw   4(%rsp)
         jmp     2b
 4:                                  /* publish: a joiner or a detach */
-        movq    %rsi, %rbx
-        movq    %rsi, %rdi
-        movq    %rax, %rsi
+        movq    %rax, %rbx
+        movq    %rax, %rdi
+        movq    %rdx, %rsi
+        leaq    SWARM_ARCH_PUBLISH_WORD_OFFSET(%rcx), %rdx
         call    swarm_thread_published /* hidden: a direct call */
         movq    %rbx, %rax
         jmp     5b

@@ -113,7 +113,11 @@ struct swarm_thread {
   uint32_t index;              /* slot in the handle table (also in control) */
   uint8_t kind;                /* enum thread_kind */
   uint8_t park_reason;         /* enum swarm_park_reason of its last park */
-  int16_t pinned_worker;       /* -1, or the only worker that may run it */
+  int16_t pinned_worker;       /* -1, or the only worker that may run it;
+                                  only swarm_finalize's waits and a
+                                  preemption's yield pin, and neither
+                                  spawns: swarm_spawn's kept-stack path does
+                                  not test it (spawn.c) */
   _Atomic uint32_t wake_word;  /* THREAD_EXTERNAL: futex for park */
   int saved_errno;             /* errno while switched out */
   uint32_t era;                /* swarm_rt.era at its last park (fork.c) */
@@ -331,6 +335,31 @@ static inline struct worker *worker_current(void) {
 #endif
 }
 
+/* worker_current for the fast paths of spawn and join, which test a cache
+ * of the worker before anything else: on a kernel thread that is not a
+ * worker it is swarm_worker_none, never started, whose descriptor cache is
+ * empty (descs.head NULL: spawn goes the general way) and full (descs.count
+ * at its maximum: join's put goes the slow way, which reads worker_current
+ * again), so those paths need no test for NULL. tls_worker_set (runtime.c)
+ * keeps it in step with swarm_tls_worker; it starts as &swarm_worker_none. */
+extern __thread struct worker *swarm_tls_worker_or_none
+    __attribute__((tls_model("initial-exec")));
+extern struct worker swarm_worker_none __attribute__((visibility("hidden")));
+struct worker *swarm_worker_or_none_slow(void);
+static inline struct worker *worker_current_or_none(void) {
+#if defined(__x86_64__)
+  struct worker *w;
+  __asm__ volatile("movq swarm_tls_worker_or_none@gottpoff(%%rip), %0\n\t"
+                   "movq %%fs:(%0), %0"
+                   : "=r"(w));
+  return w;
+#else
+  return swarm_worker_or_none_slow();
+#endif
+}
+/* Makes w (NULL: none) the calling kernel thread's worker: both TLS words. */
+void tls_worker_set(struct worker *w);
+
 /* ---- park / ready: the one way to block and to wake ---- */
 typedef bool (*swarm_commit_fn)(struct swarm_thread *self, void *arg);
 /* The calling thread's descriptor (a worker's current thread, or the
@@ -512,22 +541,9 @@ void ready_queue_push(struct ready_queue *q, struct swarm_thread *t);
 struct swarm_thread *ready_queue_pop(struct ready_queue *q, bool unpinned_only);
 void worker_wake(struct worker *w);
 
-/* *p == v, read with acquire order (join's fast path). On x86-64 a
- * compare in memory, which GCC does not make of an atomic load; the asm is
- * a compiler barrier, so what the caller reads after stays after. */
-static inline bool control_is(_Atomic uint64_t *p, uint64_t v) {
-#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
-  bool eq;
-  __asm__ volatile("cmpq %2, %1" : "=@cce"(eq) : "m"(*p), "r"(v) : "memory");
-  return eq;
-#else
-  return atomic_load_explicit(p, memory_order_acquire) == v;
-#endif
-}
-
-/* CAS of *p from `expected` to `desired` (relaxed; a full barrier on
- * x86-64). There the lock cmpxchg addresses the word itself: GCC's builtin
- * computes its address into a register first. */
+/* CAS of *p from `expected` to `desired` (acquire when it succeeds; a
+ * full barrier on x86-64). There the lock cmpxchg addresses the word
+ * itself: GCC's builtin computes its address into a register first. */
 static inline bool control_cas(_Atomic uint64_t *p, uint64_t expected,
                                uint64_t desired) {
 #if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
@@ -539,7 +555,7 @@ static inline bool control_cas(_Atomic uint64_t *p, uint64_t expected,
   return ok;
 #else
   return atomic_compare_exchange_strong_explicit(
-      p, &expected, desired, memory_order_relaxed, memory_order_relaxed);
+      p, &expected, desired, memory_order_acquire, memory_order_relaxed);
 #endif
 }
 
@@ -643,16 +659,23 @@ static inline struct swarm_thread *desc_alloc(struct worker *w) {
  * of a MAIN or EXTERNAL one, which is not swarm's. Its slots are NULL
  * (user_thread_exit_slow, desc_release), so spawn need not clear them. */
 
-/* Puts t, already retired (a new generation, no flags), into w's cache
- * (w may be NULL). */
-static inline void desc_cache_put(struct worker *w, struct swarm_thread *t) {
-  if (likely(w && cache_count_below(&w->descs.count, DESC_CACHE_MAX))) {
+/* Puts t, already retired (a new generation, no flags), into w's cache;
+ * w from worker_current_or_none (never NULL): swarm_worker_none's cache
+ * counts as full. */
+static inline void desc_cache_put_or_none(struct worker *w,
+                                          struct swarm_thread *t) {
+  if (likely(cache_count_below(&w->descs.count, DESC_CACHE_MAX))) {
     t->next = w->descs.head;
     w->descs.head = t;
     cache_count_inc(&w->descs.count);
     return;
   }
-  desc_release_slow(w, t);
+  desc_release_slow(w == &swarm_worker_none ? NULL : w, t);
+}
+
+/* The same for w from worker_current (w may be NULL). */
+static inline void desc_cache_put(struct worker *w, struct swarm_thread *t) {
+  desc_cache_put_or_none(w ? w : &swarm_worker_none, t);
 }
 
 /* A slot whose generation is the last one (2^32 - 1) is never reused: its

@@ -72,23 +72,44 @@ deque_bottom_dec(struct deque *d) {
 /* deque_push results: 0 means no memory to grow. */
 enum { DEQUE_PUSHED = 1, DEQUE_PUSHED_INTO_EMPTY = 2 };
 
+/* Owner, at a push: b - 1 - top, top read with acquire order (it pairs
+ * with the thieves' CAS on top, so a slot they emptied is really free
+ * before we overwrite it). On x86-64 a subtract from memory, which GCC
+ * does not make of an atomic load: top then needs no register of its own.
+ * At a push top <= b (the owner is not in a take), so the value is -1
+ * when the deque is empty and capacity - 1 when it is full. */
+static inline __attribute__((always_inline)) int64_t
+deque_push_used_less_one(struct deque *d, int64_t b) {
+#if defined(__x86_64__)
+  int64_t x = b - 1;
+  /* volatile and "memory": later accesses stay after the read of top */
+  __asm__ volatile("subq %1, %0" : "+r"(x) : "m"(d->top) : "memory");
+  return x;
+#else
+  return b - 1 - atomic_load_explicit(&d->top, memory_order_acquire);
+#endif
+}
+
 /* Owner: push an item at the bottom if the array has room; 0 if it is
  * full. Says whether the deque looked empty before (the scheduler wakes
- * sleepers differently then). */
+ * sleepers differently then). One unsigned compare tells the common case
+ * (neither empty nor full) from both others. */
 static inline __attribute__((always_inline)) int deque_try_push(struct deque *d,
                                                                 void *item) {
   int64_t b = atomic_load_explicit(&d->bottom, memory_order_relaxed);
-  /* acquire: pairs with the thieves' CAS on top, so a slot they emptied is
-   * really free before we overwrite it. */
-  int64_t t = atomic_load_explicit(&d->top, memory_order_acquire);
   int64_t mask = d->mask;
-  if (__builtin_expect(b > t + mask, 0)) /* full: b - t == capacity */
-    return 0;
+  int64_t used_less_one = deque_push_used_less_one(d, b);
+  int pushed = DEQUE_PUSHED;
+  if (__builtin_expect((uint64_t)used_less_one >= (uint64_t)mask, 0)) {
+    if (used_less_one >= 0) /* full: b - top == capacity */
+      return 0;
+    pushed = DEQUE_PUSHED_INTO_EMPTY;
+  }
   atomic_store_explicit(&d->items[b & mask], item, memory_order_relaxed);
   /* release: a thief that sees the new bottom also sees the item. */
   atomic_thread_fence(memory_order_release);
   atomic_store_explicit(&d->bottom, b + 1, memory_order_relaxed);
-  return b == t ? DEQUE_PUSHED_INTO_EMPTY : DEQUE_PUSHED;
+  return pushed;
 }
 
 /* Owner: push an item at the bottom, growing the array when full; 0 only

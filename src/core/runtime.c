@@ -50,9 +50,26 @@ struct runtime swarm_rt = {.lifecycle_lock = SPINLOCK_INIT(LOCK_LIFECYCLE)};
 __thread struct worker *swarm_tls_worker
     __attribute__((tls_model("initial-exec")));
 
+/* core.h: worker_current_or_none's answer on a kernel thread that is not
+ * a worker. Its descriptor cache is empty and counts as full. */
+struct worker swarm_worker_none = {.descs = {.count = UINT32_MAX}};
+__thread struct worker *swarm_tls_worker_or_none
+    __attribute__((tls_model("initial-exec"))) = &swarm_worker_none;
+
 __attribute__((noinline, noipa)) struct worker *
 swarm_worker_current_slow(void) {
   return swarm_tls_worker;
+}
+
+__attribute__((noinline, noipa)) struct worker *
+swarm_worker_or_none_slow(void) {
+  return swarm_tls_worker_or_none;
+}
+
+/* noipa for the reason tls_worker_clear is (below). */
+__attribute__((noinline, noipa)) void tls_worker_set(struct worker *w) {
+  swarm_tls_worker = w;
+  swarm_tls_worker_or_none = w ? w : &swarm_worker_none;
 }
 
 /* Clears the calling kernel thread's swarm_tls_worker. Its own function for
@@ -61,7 +78,7 @@ swarm_worker_current_slow(void) {
  * function's start; swarm_finalize then cleared the TLS of the worker main
  * had run on, not of the one it returned to — test_finalize, qemu-aarch64). */
 __attribute__((noinline, noipa)) void tls_worker_clear(void) {
-  swarm_tls_worker = NULL;
+  tls_worker_set(NULL);
 }
 
 static void stats_at_exit(void) {
@@ -192,7 +209,7 @@ static int worker0_enter(struct swarm_thread *adopt, struct start_progress *p) {
   w0->altstack = os_altstack_install();
   w0->sched_sp = swarm_arch_prepare(w0->sched_stack.lo + w0->sched_stack.size,
                                     sched_entry);
-  swarm_tls_worker = w0;
+  tls_worker_set(w0);
   if (swarm_rt.bind)
     os_bind_self(swarm_rt.cpus[0]);
   atomic_store(&swarm_rt.state, RT_RUNNING);

@@ -401,7 +401,7 @@ void sched_entry(void *transfer) {
 
 void *worker_main(void *arg) { /* also the spares' (monitor.c) */
   struct worker *w = arg;
-  swarm_tls_worker = w;
+  tls_worker_set(w);
   w->tid = os_thread_id(); /* the monitor reads its state */
   if (swarm_rt.bind)
     os_bind_self(swarm_rt.cpus[w->id % swarm_rt.ncpus]);
@@ -415,6 +415,6 @@ void *worker_main(void *arg) { /* also the spares' (monitor.c) */
   sched_loop(w);
   os_altstack_release(w->altstack);
   w->altstack = NULL;
-  swarm_tls_worker = NULL;
+  tls_worker_set(NULL);
   return NULL;
 }

@@ -252,6 +252,30 @@ void swarm_arch_resume_publish_tail(
     _Atomic uint64_t *word) __asm__("swarm_arch_resume_publish")
     __attribute__((visibility("hidden")));
 
+/* swarm_arch_resume_publish(sp, w, &t->control), where the back end has
+ * it, as a jump to its entry that takes w in rax and t in rcx
+ * (arch/context.h: SWARM_ARCH_RESUME_PUBLISH_RAX): w is there after
+ * worker_current and t after its load, so the exit moves neither and
+ * computes no address (three instructions). The jump leaves this frame for
+ * good, as the tail call does. */
+#ifdef SWARM_ARCH_RESUME_PUBLISH_RAX
+_Static_assert(offsetof(struct swarm_thread, control) ==
+                   SWARM_ARCH_PUBLISH_WORD_OFFSET,
+               "swarm_arch_resume_publish_rax adds to t's control word");
+#endif
+static inline __attribute__((always_inline)) void
+resume_publish_to(void *sp, struct worker *w, struct swarm_thread *t) {
+#ifdef SWARM_ARCH_RESUME_PUBLISH_RAX
+  __asm__ volatile("jmp swarm_arch_resume_publish_rax"
+                   :
+                   : "D"(sp), "a"(w), "c"(t)
+                   : "memory");
+  __builtin_unreachable();
+#else
+  swarm_arch_resume_publish_tail(sp, w, &t->control);
+#endif
+}
+
 /* Leaves t, whose result is stored and whose stack stays on its
  * descriptor, for next (NULL: the scheduler context); EXITED is published
  * once off t's stack, so a joiner may reuse the stack at once. */
@@ -259,7 +283,7 @@ static inline __attribute__((always_inline)) void
 resume_publish(struct worker *w, struct swarm_thread *next,
                struct swarm_thread *t) {
   void *sp = enter_next_ending(w, next);
-  swarm_arch_resume_publish_tail(sp, w, &t->control);
+  resume_publish_to(sp, w, t);
 }
 
 /* resume_publish to a thread the deque gave (not NULL), its run not
@@ -271,7 +295,7 @@ resume_publish_handoff(struct worker *w, struct swarm_thread *next,
   w->current = next;
   void *sp = next->sp;
   fiber_ends(w, next);
-  swarm_arch_resume_publish_tail(sp, w, &t->control);
+  resume_publish_to(sp, w, t);
 }
 
 /* The kept-stack exit when deque_take_begin left the take to finish. */
@@ -444,10 +468,13 @@ static int spawn_external(swarm_thread_t *out, size_t size, bool detached,
  * must finish the job on the child's stack: after_push_parent for a pinned
  * parent or a full deque (it grows it), after_wake_idle when a worker
  * sleeps. So the fast path makes no call before the switch, and nothing of
- * it lives in callee-saved registers. */
+ * it lives in callee-saved registers. may_pin false: the caller knows the
+ * parent is not pinned (swarm_spawn's kept-stack path: see core.h's
+ * pinned_worker, a pinned thread never spawns). */
 static inline void *(*push_parent_early(struct worker *w,
-                                        struct swarm_thread *parent))(void *) {
-  if (unlikely(parent->pinned_worker >= 0))
+                                        struct swarm_thread *parent,
+                                        bool may_pin))(void *) {
+  if (may_pin && unlikely(parent->pinned_worker >= 0))
     return after_push_parent;
   __atomic_store_n(&parent->sp, NULL, __ATOMIC_RELAXED);
   int pushed = deque_try_push(&w->deque, parent);
@@ -478,7 +505,7 @@ spawn_run(struct worker *w, struct swarm_thread *t, swarm_thread_t *out,
   int saved_errno = os_errno_take();
   void *(*after)(void *) = may_trace ? w->after_spawn : NULL;
   if (likely(!after))
-    after = push_parent_early(w, parent);
+    after = push_parent_early(w, parent, may_trace);
   w->current = t; /* its first run is counted by stat_spawned_pub */
 #ifdef SWARM_ASAN
   void *fake = NULL;
@@ -556,16 +583,25 @@ static __attribute__((noinline)) int spawn_general(swarm_thread_t *out,
 
 int swarm_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
                 void *(*fn)(void *), void *arg) {
-  struct worker *w = worker_current();
+  /* swarm_worker_none on a kernel thread that is not a worker: its
+   * descriptor cache is empty, so the test of the head is that one too. */
+  struct worker *w = worker_current_or_none();
   struct swarm_thread *t;
   /* The fast path makes no call before the switch: a cached descriptor,
    * with the stack its last thread kept (spawn_bind_stack) or a cached
    * one; refills and the rest happen in spawn_general. */
-  if (unlikely(attr || !fn || !out || !w || !(t = w->descs.head)))
+  if (unlikely(attr))
+    return spawn_general(out, attr, fn, arg);
+  if (unlikely(!fn))
+    return spawn_general(out, attr, fn, arg);
+  if (unlikely(!out))
+    return spawn_general(out, attr, fn, arg);
+  if (unlikely(!(t = w->descs.head)))
     return spawn_general(out, attr, fn, arg);
   if (likely(t->stack.size == w->spawn_keep_size)) {
     /* A kept stack on an untraced worker (spawn_keep_size): no after
-     * step to test for. */
+     * step to test for, and no pinned parent (core.h: a pinned thread
+     * does not spawn). */
     w->descs.count--;
     w->stack_keep_room++;
     w->descs.head = t->next;

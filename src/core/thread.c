@@ -367,21 +367,21 @@ int swarm_detach(swarm_thread_t h) {
 int swarm_join(swarm_thread_t h, void **result) {
   /* Fast path: the thread has exited, nobody else claimed or detached it.
    * One CAS both claims it and retires the descriptor (the next generation);
-   * the result is read before (acquire: the exit's release published it). */
+   * the result is read after it (acquire: the exit's release published it;
+   * the descriptor is ours then). No plain compare before the CAS: when it
+   * fails (not exited yet, a stale handle) join_general follows, whose
+   * park costs far more than the locked instruction. */
   struct swarm_thread *t = desc_lookup(h);
-  uint64_t c = h + CTL_EXITED;
   uint64_t next;
   /* A handle of the last generation goes the general way (desc_release
    * retires its slot): the add's carry is the test, one branch. */
-  if (likely(control_is(&t->control, c)) && likely(!(h & CTL_FLAGS)) &&
-      likely(!__builtin_add_overflow(h, CTL_GEN_STEP, &next))) {
-    void *r = t->result;
-    if (likely(control_cas(&t->control, c, next))) {
-      if (result)
-        *result = r;
-      desc_cache_put(worker_current(), t);
-      return 0;
-    }
+  if (likely(!(h & CTL_FLAGS)) &&
+      likely(!__builtin_add_overflow(h, CTL_GEN_STEP, &next)) &&
+      likely(control_cas(&t->control, h + CTL_EXITED, next))) {
+    if (result)
+      *result = t->result;
+    desc_cache_put_or_none(worker_current_or_none(), t); /* no NULL test */
+    return 0;
   }
   return join_general(h, result);
 }
