@@ -101,6 +101,19 @@ struct io_wait {
   struct swarm_timer timer;
 };
 
+/* What ended a park that did not complete: -EBADF (a close claimed it),
+ * -ECANCELED (an interruption), -EAGAIN (its deadline), or 0 (a wake-up
+ * with nothing to say: the caller tries again). */
+static inline long io_wait_failure(struct io_wait *wt, uint64_t deadline) {
+  if (wt->closed)
+    return -EBADF;
+  if (atomic_load(&wt->interrupted))
+    return -ECANCELED;
+  if (deadline && atomic_load(&wt->timed_out))
+    return -EAGAIN;
+  return 0;
+}
+
 struct io_node {
   struct io_node *next, *prev;
   struct io_node *ready_next; /* a poller's list of claimed nodes */

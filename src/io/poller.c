@@ -752,12 +752,9 @@ long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns) {
     io_park_on(n, 1, &wt, deadline);
     if (wt.completed)
       return wt.result;
-    if (wt.closed)
-      return -EBADF;
-    if (atomic_load(&wt.interrupted))
-      return -ECANCELED;
-    if (deadline && atomic_load(&wt.timed_out))
-      return -EAGAIN;
+    long failure = io_wait_failure(&wt, deadline);
+    if (failure)
+      return failure;
   }
 }
 

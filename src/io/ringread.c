@@ -127,13 +127,9 @@ long io_ring_read(struct io_fd *e, struct io_node *n, uint64_t deadline,
     cancel_and_wait(n);
   long r = n->ring_res;
   if (r == -ECANCELED || r == -EAGAIN || r == -EINTR) {
-    if (wt.closed)
-      return -EBADF;
-    if (atomic_load(&wt.interrupted))
-      return -ECANCELED;
-    if (deadline && atomic_load(&wt.timed_out))
-      return -EAGAIN;
-    return IO_RING_RETRY; /* io_call looks again (O_NONBLOCK, deadline) */
+    long failure = io_wait_failure(&wt, deadline);
+    /* else io_call looks again (O_NONBLOCK, deadline) */
+    return failure ? failure : IO_RING_RETRY;
   }
   io_ring_note(e, n, r);
   return r;
