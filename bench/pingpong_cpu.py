@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""bench/pingpong_cpu.py — who is the bottleneck of a ping-pong run: the
+CPU time of the server and of the client per round trip, and each CPU's
+idle share, from `perf record -a -e cpu-clock` samples over the counted
+window (issue 17).
+
+Samples are split by process: the client (build/bench/pingpong), the
+server (its child and that child's threads), idle (pid 0), ksoftirqd, and
+other (anything else: other users of a shared machine). Softirq work runs
+in the context of whichever task raised it; on loopback that is the sender,
+so a side's figure includes the receive processing of what it sends.
+Counting samples per process keeps the figures meaningful on a loaded
+machine, where /proc/stat's per-CPU busy time is not.
+
+  bench/pingpong_cpu.py [--build build] [--servers epoll,swarm,go,nptl,swarmrun]
+                        [--conns 1,128,1024,8192] [--clients epoll,uring]
+                        [--seconds 3] [--freq 4000]
+
+Prints a Markdown table: round trips/s, then per round trip the server's
+and the client's CPU microseconds (all CPUs), and for each CPU its busy
+share by side and its idle share.
+"""
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def children(pid):
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+    return {int(p) for p in out}
+
+
+def one(build, server, conns, client, seconds, freq):
+    exe = os.path.join(build, "bench", "pingpong")
+    warm = 1.0
+    cmd = [exe, "--server", server, "--conns", str(conns), "--active", str(conns),
+           "--seconds", str(seconds), "--warmup", str(warm), "--client", client]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    srv = set()
+    t_end = time.time() + warm + 0.2
+    while time.time() < t_end:  # the server: pingpong's child (swarmrun execs in place)
+        srv |= children(p.pid)
+        time.sleep(0.05)
+    window = seconds - 0.4
+    with tempfile.TemporaryDirectory() as d:
+        data = os.path.join(d, "perf.data")
+        subprocess.run(["perf", "record", "-q", "-a", "-e", "cpu-clock", "-F", str(freq), "-o", data,
+                        "--", "sleep", str(window)], capture_output=True)
+        out, err = p.communicate()
+        script = subprocess.run(["perf", "script", "-i", data, "-F", "pid,tid,cpu"],
+                                capture_output=True, text=True).stdout
+    rec = next((json.loads(l) for l in out.splitlines() if l.startswith("{")), None)
+    if rec is None:
+        return None, f"pingpong failed: {err.strip()[-200:]}"
+    by = collections.Counter()  # (cpu, side) -> samples
+    for line in script.splitlines():
+        f = line.split()
+        if len(f) < 2:
+            continue
+        pid = int(f[0].split("/")[0])
+        cpu = int(f[-1].strip("[]"))
+        side = ("client" if pid == p.pid else "server" if pid in srv else "idle" if pid == 0
+                else "other")
+        by[(cpu, side)] += 1
+    rts = rec["tps"] * window
+    cpus = sorted({c for c, _ in by})
+    res = {"server": server, "client": rec.get("client", "epoll"), "conns": conns, "tps": rec["tps"],
+           "errors": rec["errors"], "window_s": window, "freq": freq, "samples": {f"{c}:{s}": n for (c, s), n in by.items()}}
+    for side in ("server", "client", "other"):
+        n = sum(v for (c, s), v in by.items() if s == side)
+        res[f"{side}_us_per_rt"] = n / freq * 1e6 / rts if rts else None
+    for c in cpus:
+        tot = sum(v for (cc, s), v in by.items() if cc == c) or 1
+        res[f"cpu{c}"] = {s: 100.0 * by[(c, s)] / tot for s in ("server", "client", "other", "idle")}
+    return res, None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--servers", default="epoll,swarm,go,nptl,swarmrun")
+    ap.add_argument("--conns", default="1,128,1024,8192")
+    ap.add_argument("--clients", default="epoll,uring")
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--freq", type=int, default=4000)
+    ap.add_argument("--json", help="also write the records here")
+    a = ap.parse_args()
+    rows = []
+    print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}", file=sys.stderr)
+    print("| C | client | server | round trips/s | server us/rt | client us/rt | CPU0 server/client/other/idle % "
+          "| CPU1 server/client/other/idle % |")
+    print("| ---: | --- | --- | ---: | ---: | ---: | --- | --- |")
+    for c in [int(x) for x in a.conns.split(",")]:
+        for cl in a.clients.split(","):
+            for s in a.servers.split(","):
+                r, why = one(a.build, s, c, cl, a.seconds, a.freq)
+                if r is None:
+                    print(f"| {c} | {cl} | {s} | {why} | | | | |")
+                    continue
+                rows.append(r)
+                def cpu(k):
+                    v = r.get(k)
+                    return "/".join(f"{v[x]:.0f}" for x in ("server", "client", "other", "idle")) if v else "-"
+                print(f"| {c:,} | {r['client']} | {s} | {r['tps']:,.0f} | {r['server_us_per_rt']:.2f} | "
+                      f"{r['client_us_per_rt']:.2f} | {cpu('cpu0')} | {cpu('cpu1')} |", flush=True)
+    print(f"load after: {os.getloadavg()[0]:.2f}", file=sys.stderr)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
