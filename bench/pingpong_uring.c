@@ -26,6 +26,7 @@
 #include "pingpong_client.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <liburing.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -192,9 +193,13 @@ int pp_client_uring(struct pp_run *r, const char **why) {
     teardown(&u);
     return e;
   }
-  for (long i = r->first; i < r->active; i += r->step)
+  for (long i = r->first; i < r->active; i += r->step) {
+    /* blocking: io_uring tries each call without waiting anyway, and
+     * some kernels answer -EAGAIN instead of waiting on O_NONBLOCK */
+    fcntl(r->fd[pp_active_index(r, i)], F_SETFL, 0);
     if (arm_recv(&u, r, pp_active_index(r, i)) != 0)
       r->errors++;
+  }
   int mask = io_uring_buf_ring_mask(u.nbufs), opened = 0;
   for (;;) {
     double t = pp_now();
