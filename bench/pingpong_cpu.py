@@ -13,10 +13,11 @@ Counting samples per process keeps the figures meaningful on a loaded
 machine, where /proc/stat's per-CPU busy time is not.
 
   bench/pingpong_cpu.py [--build build] [--servers epoll,swarm,go,nptl,swarmrun]
-                        [--conns 1,128,1024,8192] [--clients epoll,uring]
+                        [--conns 1,128,1024,8192] [--clients epoll,uring,uring:0]
                         [--seconds 3] [--freq 4000]
 
-Prints a Markdown table: round trips/s, then per round trip the server's
+A client is epoll, uring (with its default idle-priority helpers) or
+uring:N (N helpers; 0: the client's own CPU only). Prints a Markdown table: round trips/s, then per round trip the server's
 and the client's CPU microseconds (all CPUs), and for each CPU its busy
 share by side and its idle share.
 """
@@ -41,7 +42,9 @@ def one(build, server, conns, client, seconds, freq):
     exe = os.path.join(build, "bench", "pingpong")
     warm = 1.0
     cmd = [exe, "--server", server, "--conns", str(conns), "--active", str(conns),
-           "--seconds", str(seconds), "--warmup", str(warm), "--client", client]
+           "--seconds", str(seconds), "--warmup", str(warm), "--client", client.split(":")[0]]
+    if ":" in client:  # uring:N: N idle-priority helpers (0: the client's own CPU only)
+        cmd += ["--idle-helpers", client.split(":")[1]]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     srv = set()
     t_end = time.time() + warm + 0.2
@@ -71,7 +74,10 @@ def one(build, server, conns, client, seconds, freq):
         by[(cpu, side)] += 1
     rts = rec["tps"] * window
     cpus = sorted({c for c, _ in by})
-    res = {"server": server, "client": rec.get("client", "epoll"), "conns": conns, "tps": rec["tps"],
+    name = rec.get("client", "epoll")
+    if name == "uring":
+        name += f" +{rec.get('client_idle_helpers', 0)} idle"
+    res = {"server": server, "client": name, "conns": conns, "tps": rec["tps"],
            "errors": rec["errors"], "window_s": window, "freq": freq, "samples": {f"{c}:{s}": n for (c, s), n in by.items()}}
     for side in ("server", "client", "other"):
         n = sum(v for (c, s), v in by.items() if s == side)
