@@ -29,7 +29,8 @@
  * "cpu": the server's CPUs and the client's, busy/user/sys/softirq/idle in
  * % of their time over the counted window (/proc/stat; on loopback a
  * sender's softirq also does its peer's receive), and each side's busy CPU
- * microseconds per round trip.
+ * microseconds per round trip, and the window's ends t0, t1 (seconds on
+ * CLOCK_MONOTONIC, for a profiler's timestamps: bench/pingpong_cpu.py).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -217,7 +218,8 @@ static void cpu_side_print(const char *name, const struct cpu_ticks *a,
 
 /* the round trips counted in the window, all on the window's CPU time */
 static void cpu_window_print(const struct cpu_window *w, long long rts) {
-  printf(", \"cpu\": {\"window_s\": %.3f, ", w->w1 - w->w0);
+  printf(", \"cpu\": {\"window_s\": %.3f, \"t0\": %.6f, \"t1\": %.6f, ",
+         w->w1 - w->w0, w->w0, w->w1);
   cpu_side_print("server", &w->s0[0], &w->s1[0], rts);
   if (w->client_cpu >= 0) {
     printf(", ");

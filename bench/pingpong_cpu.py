@@ -2,11 +2,13 @@
 """bench/pingpong_cpu.py — who is the bottleneck of a ping-pong run: the
 CPU time of the server and of the client per round trip, and each CPU's
 idle share, from `perf record -a -e cpu-clock` samples over the counted
-window (issue 17).
+window (issue 17): perf records the whole run on CLOCK_MONOTONIC and only
+the samples between the window's ends that `pingpong --cpu-stat` reports
+count; the round trips are the window's.
 
 Samples are split by process: the client (build/bench/pingpong), the
-server (its child and that child's threads), idle (pid 0), ksoftirqd, and
-other (anything else: other users of a shared machine). Softirq work runs
+server (its child and that child's threads), idle (pid 0), and other
+(anything else, ksoftirqd included: other users of a shared machine). Softirq work runs
 in the context of whichever task raised it; on loopback that is the sender,
 so a side's figure includes the receive processing of what it sends.
 Counting samples per process keeps the figures meaningful on a loaded
@@ -17,9 +19,10 @@ machine, where /proc/stat's per-CPU busy time is not.
                         [--seconds 3] [--freq 4000]
 
 A client is epoll, uring (with its default idle-priority helpers) or
-uring:N (N helpers; 0: the client's own CPU only). Prints a Markdown table: round trips/s, then per round trip the server's
-and the client's CPU microseconds (all CPUs), and for each CPU its busy
-share by side and its idle share.
+uring:N (N helpers; 0: the client's own CPU only). Prints a Markdown
+table: round trips/s, then per round trip the server's and the client's
+CPU microseconds (all CPUs; x 4 = samples per thousand round trips at
+4,000 Hz), and for each CPU its shares by side and its idle share.
 """
 import argparse
 import collections
@@ -27,6 +30,7 @@ import json
 import os
 import subprocess
 import sys
+import signal
 import tempfile
 import time
 
@@ -40,39 +44,52 @@ def children(pid):
 
 def one(build, server, conns, client, seconds, freq):
     exe = os.path.join(build, "bench", "pingpong")
-    warm = 1.0
+    warm = 0.5
     cmd = [exe, "--server", server, "--conns", str(conns), "--active", str(conns),
            "--seconds", str(seconds), "--warmup", str(warm), "--client", client.split(":")[0]]
     if ":" in client:  # uring:N: N idle-priority helpers (0: the client's own CPU only)
         cmd += ["--idle-helpers", client.split(":")[1]]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    srv = set()
-    t_end = time.time() + warm + 0.2
-    while time.time() < t_end:  # the server: pingpong's child (swarmrun execs in place)
-        srv |= children(p.pid)
-        time.sleep(0.05)
-    window = seconds - 0.4
+    cmd += ["--cpu-stat"]  # the JSON then has the counted window's ends on CLOCK_MONOTONIC
     with tempfile.TemporaryDirectory() as d:
         data = os.path.join(d, "perf.data")
-        subprocess.run(["perf", "record", "-q", "-a", "-e", "cpu-clock", "-F", str(freq), "-o", data,
-                        "--", "sleep", str(window)], capture_output=True)
+        # the whole run, time-stamped on CLOCK_MONOTONIC; started first, since
+        # perf's start-up reads every thread of the machine (an NPTL server's too)
+        perf = subprocess.Popen(["perf", "record", "-q", "-a", "-k", "CLOCK_MONOTONIC", "-e", "cpu-clock",
+                                 "-F", str(freq), "-o", data], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(1.0)
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        srv = set()
+        while p.poll() is None:  # the server: pingpong's child (swarmrun execs in place)
+            srv |= children(p.pid)
+            time.sleep(0.2)
         out, err = p.communicate()
-        script = subprocess.run(["perf", "script", "-i", data, "-F", "pid,tid,cpu"],
+        perf.send_signal(signal.SIGINT)
+        perf.wait()
+        script = subprocess.run(["perf", "script", "-i", data, "-F", "time,pid,tid,cpu"],
                                 capture_output=True, text=True).stdout
     rec = next((json.loads(l) for l in out.splitlines() if l.startswith("{")), None)
     if rec is None:
         return None, f"pingpong failed: {err.strip()[-200:]}"
     by = collections.Counter()  # (cpu, side) -> samples
+    t0, t1 = rec["cpu"]["t0"], rec["cpu"]["t1"]
+    window = t1 - t0
     for line in script.splitlines():
-        f = line.split()
-        if len(f) < 2:
+        f = line.replace(":", " ").split()
+        if len(f) < 3:
             continue
-        pid = int(f[0].split("/")[0])
-        cpu = int(f[-1].strip("[]"))
+        try:
+            pid = int(f[0].split("/")[0])
+            cpu = int(f[1].strip("[]"))
+            t = float(f[2])
+        except ValueError:
+            continue
+        if not t0 <= t <= t1:
+            continue
         side = ("client" if pid == p.pid else "server" if pid in srv else "idle" if pid == 0
                 else "other")
         by[(cpu, side)] += 1
-    rts = rec["tps"] * window
+    rts = rec["transactions"]
     cpus = sorted({c for c, _ in by})
     name = rec.get("client", "epoll")
     if name == "uring":
