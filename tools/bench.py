@@ -493,12 +493,16 @@ PP_SHAPES = [("all active", lambda c: c), ("1/8 active", lambda c: max(1, c // 8
              ("128 active", lambda c: min(128, c))]
 
 
-def pingpong_suite(build, out_dir, go_problem, reps=3, seconds=2.0, conns=None, servers=None, shapes=None):
+def pingpong_suite(build, out_dir, go_problem, reps=3, seconds=2.0, conns=None, servers=None, shapes=None,
+                   client="uring"):
     """build/bench/pingpong for every server, load shape and connection
     count; the runs of one point are interleaved across servers (rep 1 of
     every server, then rep 2, ...) so machine noise spreads evenly; keeps
-    the median tps. Writes pingpong.json, prints a table, draws pingpong.png
-    (throughput vs connections, one panel per load shape)."""
+    the median tps. client: uring (the io_uring client with idle-priority
+    helpers on the server's CPUs, issue 17) or epoll (the client of the
+    figures before it, itself the bottleneck at C >= 128). Writes
+    pingpong.json, prints a table, draws pingpong.png (throughput vs
+    connections, one panel per load shape)."""
     exe = os.path.join(build, "bench", "pingpong")
     if not os.path.exists(exe):
         print(f"pingpong: {os.path.relpath(exe, ROOT)} not built")
@@ -520,7 +524,8 @@ def pingpong_suite(build, out_dir, go_problem, reps=3, seconds=2.0, conns=None, 
                     if s == "go" and go_problem:
                         notes[s] = go_problem
                         continue
-                    cmd = [exe, "--server", s, "--conns", str(c), "--active", str(a), "--seconds", str(seconds)]
+                    cmd = [exe, "--server", s, "--conns", str(c), "--active", str(a), "--seconds", str(seconds),
+                           "--client", client]
                     try:
                         r = subprocess.run(cmd, capture_output=True, text=True, timeout=120 + seconds)
                     except subprocess.TimeoutExpired:
@@ -539,12 +544,14 @@ def pingpong_suite(build, out_dir, go_problem, reps=3, seconds=2.0, conns=None, 
                                "tps_median": med, "tps_runs": [r["tps"] for r in rs],
                                "errors": sum(r["errors"] for r in rs),
                                "server_cpus": rs[0]["server_cpus"] if rs else None,
+                               "client": rs[0].get("client", "epoll") if rs else None,
                                "note": notes.get(s)})
                 log(f"  pingpong {shape:10} C={c:5} A={a:5} {s:9} " +
                     (f"{med:,.0f} tps" if med is not None else notes.get(s, "failed")))
     data = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "machine": machine(),
-            "reps": reps, "seconds": seconds, "points": points,
-            "command": f"{os.path.relpath(exe, ROOT)} --server S --conns C --active A --seconds {seconds:g}"}
+            "reps": reps, "seconds": seconds, "points": points, "client": client,
+            "command": f"{os.path.relpath(exe, ROOT)} --server S --conns C --active A --seconds {seconds:g} "
+                       f"--client {client}"}
     os.makedirs(out_dir, exist_ok=True)
     jpath = os.path.join(out_dir, "pingpong.json")
     with open(jpath, "w") as f:
@@ -557,6 +564,17 @@ def pingpong_suite(build, out_dir, go_problem, reps=3, seconds=2.0, conns=None, 
     return 0
 
 
+def pingpong_client_words(data):
+    used = {p.get("client") for p in data["points"] if p.get("client")}
+    asked = data.get("client", "epoll")
+    words = {"uring": "the io_uring client on its own CPU plus the server's idle time",
+             "epoll": "the epoll client on its own CPU"}
+    w = words.get(asked, asked)
+    if used - {asked}:
+        w += f" (ran: {', '.join(sorted(used))})"
+    return w
+
+
 def pingpong_table(data):
     pts = data["points"]
     servers = []
@@ -565,7 +583,7 @@ def pingpong_table(data):
             servers.append(p["server"])
     out = [f"pingpong: round trips per second (median of {data['reps']}, {data['seconds']:g} s each, "
            f"1-byte echo over loopback; server on {next((p['server_cpus'] for p in pts if p['server_cpus']), '?')} "
-           f"CPU(s), the epoll client on its own)"]
+           f"CPU(s), {pingpong_client_words(data)})"]
     for shape, _ in PP_SHAPES:
         if not any(p["shape"] == shape for p in pts):
             continue
@@ -633,6 +651,9 @@ def main():
     ap.add_argument("--pp-conns", default=None, help="pingpong: comma-separated connection counts")
     ap.add_argument("--pp-servers", default=None, help="pingpong: comma-separated servers")
     ap.add_argument("--pp-seconds", type=float, default=2.0, help="pingpong: seconds per run")
+    ap.add_argument("--pp-client", choices=["uring", "epoll"], default="uring",
+                    help="pingpong: the client: uring (default; io_uring, idle-priority helpers on the server's "
+                         "CPUs) or epoll (the client of the figures before issue 17)")
     ap.add_argument("--pp-shapes", default=None,
                     help="pingpong: load shapes to run, comma-separated: all (every connection active), "
                          "eighth (1/8 active), 128 (128 active); default all three")
@@ -659,7 +680,7 @@ def main():
     if a.mode == "instr":
         return instr(build, a.out or os.path.join(ROOT, "results"), go_problem,
                      [s for s in SYSTEMS if s in a.systems.split(",")])
-    pp_args = dict(reps=a.reps or 3, seconds=a.pp_seconds,
+    pp_args = dict(reps=a.reps or 3, seconds=a.pp_seconds, client=a.pp_client,
                    conns=[int(c) for c in a.pp_conns.split(",")] if a.pp_conns else None,
                    servers=a.pp_servers.split(",") if a.pp_servers else None,
                    shapes=[{"all": "all active", "eighth": "1/8 active", "128": "128 active"}[x]
