@@ -141,10 +141,10 @@ static long ready_then(struct io_node *n, short events,
  * answer at once), and readiness-first would wait for data it does not
  * want. Not so a write: a zero-length datagram or a write to a connecting
  * stream may wait, as readiness-first does. */
-static bool reads_nothing(const struct io_node *n) {
+static bool reads_nothing(const struct io_node *n, bool vec) {
   if (n->dir)
     return false;
-  if (!is_vec(n))
+  if (!vec)
     return n->len == 0;
   if (n->iovcnt <= 0 || n->iovcnt > IOV_MAX)
     return true; /* the kernel's own EINVAL, at once */
@@ -154,12 +154,14 @@ static bool reads_nothing(const struct io_node *n) {
   return true;
 }
 
-static long rw(struct io_node *n) {
-  if (n->how == IO_HOW_PLAIN || reads_nothing(n))
+/* The attempt of read/write/readv/writev; vec: which pair (each attempt
+ * knows, so the hot path compares no function pointers). */
+static __attribute__((noinline)) long rw(struct io_node *n, bool vec) {
+  if (unlikely(n->how == IO_HOW_PLAIN) || unlikely(reads_nothing(n, vec)))
     return plain_rw(n);
   struct io_fd *e = n->e;
   uint8_t how = atomic_load_explicit(&e->how[n->dir], memory_order_relaxed);
-  if (e->socket && !is_vec(n) && how != IO_HOW_READY) {
+  if (e->socket && !vec && how != IO_HOW_READY) {
     /* A socket's read or write is its recv or send without flags; with
      * MSG_DONTWAIT it goes straight to the socket, without the vfs path
      * and the iovec preadv2/pwritev2 copy in (ping-pong: about 10% of the
@@ -175,8 +177,8 @@ static long rw(struct io_node *n) {
   }
   if (how != IO_HOW_READY) {
     struct iovec one = {n->buf, n->len};
-    const struct iovec *iov = is_vec(n) ? n->iov : &one;
-    int cnt = is_vec(n) ? n->iovcnt : 1;
+    const struct iovec *iov = vec ? n->iov : &one;
+    int cnt = vec ? n->iovcnt : 1;
     long r = n->dir ? sys_pwritev2(n->fd, iov, cnt, -1, RWF_NOWAIT)
                     : sys_preadv2(n->fd, iov, cnt, -1, RWF_NOWAIT);
     if ((r != -EOPNOTSUPP && r != -ENOSYS) || n->by_poller) {
@@ -196,17 +198,34 @@ static long rw(struct io_node *n) {
   return ready_then(n, n->dir ? POLLOUT : POLLIN, ready_call_rw);
 }
 
+/* read and write of a socket already seen to take MSG_DONTWAIT (every
+ * call after its first): rw's socket case, without its frame. */
+static inline __attribute__((always_inline)) bool
+socket_known(const struct io_node *n) {
+  struct io_fd *e = n->e;
+  return n->how != IO_HOW_PLAIN && e->socket && n->len &&
+         atomic_load_explicit(&e->how[n->dir], memory_order_relaxed) ==
+             IO_HOW_NOWAIT_OK;
+}
 long io_attempt_read(struct io_node *n) {
-  return rw(n);
+  if (likely(socket_known(n))) {
+    n->how = IO_HOW_NOWAIT_OK;
+    return sys_recvfrom(n->fd, n->buf, n->len, MSG_DONTWAIT, NULL, NULL);
+  }
+  return rw(n, false);
 }
 long io_attempt_write(struct io_node *n) {
-  return rw(n);
+  if (likely(socket_known(n))) {
+    n->how = IO_HOW_NOWAIT_OK;
+    return sys_sendto(n->fd, n->buf, n->len, MSG_DONTWAIT, NULL, 0);
+  }
+  return rw(n, false);
 }
 long io_attempt_readv(struct io_node *n) {
-  return rw(n);
+  return rw(n, true);
 }
 long io_attempt_writev(struct io_node *n) {
-  return rw(n);
+  return rw(n, true);
 }
 long io_attempt_recvfrom(struct io_node *n) {
   int dontwait = n->how == IO_HOW_PLAIN ? 0 : MSG_DONTWAIT;
@@ -285,7 +304,8 @@ static long recv_waitall(struct io_fd *e, struct io_node *n) {
  * call would have, unless the program asked for non-blocking or a timeout
  * or error ends it (then what was written is the result). sendmsg is not
  * continued: its ancillary data must not be sent twice. */
-static long write_rest(struct io_fd *e, struct io_node *n, long r) {
+static __attribute__((noinline)) long write_rest(struct io_fd *e,
+                                                 struct io_node *n, long r) {
   size_t total = 0;
   if (is_vec(n)) {
     for (int i = 0; i < n->iovcnt; i++)
@@ -349,8 +369,13 @@ long io_do(int fd, struct io_node *n, bool adopt) {
       return recv_waitall(e, n);
     if (n->dir &&
         (n->attempt == io_attempt_write || n->attempt == io_attempt_writev ||
-         n->attempt == io_attempt_sendto))
-      return write_rest(e, n, io_call(e, n, 0));
+         n->attempt == io_attempt_sendto)) {
+      long r = io_call(e, n, 0);
+      if (likely(r >= 0 && (size_t)r == n->len) &&
+          n->attempt != io_attempt_writev)
+        return r; /* all of it: nothing for write_rest */
+      return write_rest(e, n, r);
+    }
     return io_call(e, n, 0);
   case FD_FILE:
     n->how = IO_HOW_PLAIN;
