@@ -284,7 +284,8 @@ long io_attempt_fdatasync(struct io_node *n) {
  * return what it has; keep waiting for the rest as a blocking recv would
  * (a signal cannot interrupt a parked thread, so only EOF, an error or a
  * timeout ends it early, with what arrived so far). */
-static long recv_waitall(struct io_fd *e, struct io_node *n) {
+static __attribute__((noinline)) long recv_waitall(struct io_fd *e,
+                                                   struct io_node *n) {
   char *buf = n->buf;
   size_t len = n->len, got = 0;
   while (got < len) {
@@ -353,37 +354,47 @@ static __attribute__((noinline)) long write_rest(struct io_fd *e,
   return (long)done;
 }
 
-long io_do(int fd, struct io_node *n, bool adopt) {
-  struct io_fd *e = io_fd_get(fd, adopt);
-  if (!e)
-    return -errno;
+/* A blocking write of the write family on an FD_POLLABLE descriptor: all
+ * of it (write_rest) unless the first call took it all, the usual case. */
+static __attribute__((noinline)) long pollable_write(struct io_fd *e,
+                                                     struct io_node *n) {
+  if (n->attempt != io_attempt_write && n->attempt != io_attempt_writev &&
+      n->attempt != io_attempt_sendto)
+    return io_call(e, n, 0); /* sendmsg: never continued */
+  long r = io_call(e, n, 0);
+  if (likely(r >= 0 && (size_t)r == n->len) && n->attempt != io_attempt_writev)
+    return r; /* all of it: nothing for write_rest */
+  return write_rest(e, n, r);
+}
+
+static inline __attribute__((always_inline)) long do_on(struct io_fd *e, int fd,
+                                                        struct io_node *n) {
   n->fd = fd;
   n->e = e;
   enum io_kind kind = atomic_load_explicit(&e->kind, memory_order_relaxed);
-  if (n->file_only && kind != FD_FILE)
-    kind = FD_PASS;
-  switch (kind) {
-  case FD_POLLABLE:
+  if (likely(kind == FD_POLLABLE && !n->file_only)) {
     n->how = IO_HOW_NOWAIT; /* the attempt picks e->how */
+    if (n->dir)
+      return pollable_write(e, n);
     if (unlikely((n->flags & MSG_WAITALL) && n->attempt == io_attempt_recvfrom))
       return recv_waitall(e, n);
-    if (n->dir &&
-        (n->attempt == io_attempt_write || n->attempt == io_attempt_writev ||
-         n->attempt == io_attempt_sendto)) {
-      long r = io_call(e, n, 0);
-      if (likely(r >= 0 && (size_t)r == n->len) &&
-          n->attempt != io_attempt_writev)
-        return r; /* all of it: nothing for write_rest */
-      return write_rest(e, n, r);
-    }
     return io_call(e, n, 0);
-  case FD_FILE:
-    n->how = IO_HOW_PLAIN;
-    return io_offload(n);
-  default:
-    n->how = IO_HOW_PLAIN;
-    return n->attempt(n);
   }
+  n->how = IO_HOW_PLAIN; /* a file_only call on a stream: the plain call */
+  return kind == FD_FILE ? io_offload(n) : n->attempt(n);
+}
+
+static __attribute__((noinline)) long do_first(int fd, struct io_node *n,
+                                               bool adopt) {
+  struct io_fd *e = io_fd_get_slow(fd, adopt);
+  return e ? do_on(e, fd, n) : -errno;
+}
+
+/* Inline and without a frame for a descriptor seen before (do_first: the
+ * first call, which classifies it). */
+long io_do(int fd, struct io_node *n, bool adopt) {
+  struct io_fd *e = io_fd_known(fd);
+  return likely(e) ? do_on(e, fd, n) : do_first(fd, n, adopt);
 }
 
 long io_do_at(int fd, struct io_node *n, off_t offset, bool adopt) {

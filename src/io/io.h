@@ -187,8 +187,9 @@ static inline struct io_fd *io_fd_entry(int fd) {
  * left alone (the drop-in: a blocking read on a terminal must still stop a
  * background job with SIGTTIN). NULL with errno on a bad descriptor.
  * Inline: an entry already made and classified (every call but the
- * first) is two loads; the rest is io_fd_get_slow. */
-static inline struct io_fd *io_fd_get(int fd, bool adopt) {
+ * first) is two loads (io_fd_known, NULL otherwise); the rest is
+ * io_fd_get_slow. */
+static inline struct io_fd *io_fd_known(int fd) {
   if (likely((uint32_t)fd < IO_FD_CHUNK * IO_FD_MAX_CHUNKS)) {
     struct io_fd *chunk = atomic_load_explicit(
         &io_fd_chunks[(uint32_t)fd >> IO_FD_CHUNK_SHIFT], memory_order_acquire);
@@ -198,7 +199,11 @@ static inline struct io_fd *io_fd_get(int fd, bool adopt) {
         return e;
     }
   }
-  return io_fd_get_slow(fd, adopt);
+  return NULL; /* not yet: io_fd_get_slow */
+}
+static inline struct io_fd *io_fd_get(int fd, bool adopt) {
+  struct io_fd *e = io_fd_known(fd);
+  return likely(e) ? e : io_fd_get_slow(fd, adopt);
 }
 /* Forgets what the entry of a descriptor number just created by an
  * intercepted or native call knew (a stale entry, if its old file was

@@ -230,8 +230,8 @@ drained_eligible(struct io_fd *e, const struct io_node *n) {
   return n->attempt == io_attempt_recvfrom && n->flags == 0 && !n->addr;
 }
 
-static void drained_note(struct io_fd *e, const struct io_node *n, long r,
-                         uint32_t seq) {
+static inline __attribute__((always_inline)) void
+drained_note(struct io_fd *e, const struct io_node *n, long r, uint32_t seq) {
   if (r > 0 && (size_t)r < n->len && drained_eligible(e, n))
     atomic_store_explicit(&e->drained, seq + 1, memory_order_relaxed);
 }
@@ -592,8 +592,11 @@ static struct swarm_thread *interrupt_hook(void *arg) {
   return wait_claim(wt) ? wt->thread : NULL;
 }
 
-void io_park_on(struct io_node *nodes, int count, struct io_wait *wt,
-                uint64_t deadline) {
+/* io_park_on's body, inline in call_loop, where count is 1. */
+static inline __attribute__((always_inline)) void park_on(struct io_node *nodes,
+                                                          int count,
+                                                          struct io_wait *wt,
+                                                          uint64_t deadline) {
   struct worker *w = worker_current();
   wt->thread = w ? w->current : swarm_current_thread();
   atomic_init(&wt->fired, DISARMED);
@@ -637,22 +640,38 @@ void io_park_on(struct io_node *nodes, int count, struct io_wait *wt,
       os_cpu_relax(); /* its callback still reads wt */
 }
 
-long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns) {
+void io_park_on(struct io_node *nodes, int count, struct io_wait *wt,
+                uint64_t deadline) {
+  park_on(nodes, count, wt, deadline);
+}
+
+/* The first try of io_call, made inline (before_first: 0) or, when the
+ * caller's fast path made it already, given: 1, it said EAGAIN; 2, the
+ * drained hint skipped it (n->seq read before it either way). */
+static __attribute__((noinline)) long call_loop(struct io_fd *e,
+                                                struct io_node *n,
+                                                int64_t timeout_ns, bool ring,
+                                                int before_first) {
   uint64_t deadline = 0;
   bool timeout_known = timeout_ns != 0;
   if (timeout_ns > 0)
     deadline = os_now_ns_inline() + (uint64_t)timeout_ns;
-  n->e = e;
-  bool ring = io_ring_wanted(e, n); /* the ring performs the read */
   for (;;) {
-    uint32_t gen = atomic_load(&e->gen);
-    n->seq = atomic_load(dir_seq(e, n->dir));
-    bool skip =
-        ring ? atomic_load_explicit(&e->ring_short, memory_order_relaxed)
-             : n->seq + 1 == atomic_load_explicit(&e->drained,
-                                                  memory_order_relaxed) &&
-                   drained_eligible(e, n);
-    long r = skip ? -EAGAIN : n->attempt(n);
+    uint32_t gen = ring ? atomic_load(&e->gen) : 0;
+    bool skip;
+    long r;
+    if (before_first) {
+      skip = before_first == 2;
+      r = -EAGAIN;
+      before_first = 0;
+    } else {
+      n->seq = atomic_load(dir_seq(e, n->dir));
+      skip = ring ? atomic_load_explicit(&e->ring_short, memory_order_relaxed)
+                  : n->seq + 1 == atomic_load_explicit(&e->drained,
+                                                       memory_order_relaxed) &&
+                        drained_eligible(e, n);
+      r = skip ? -EAGAIN : n->attempt(n);
+    }
     if (r != -EAGAIN || (n->flags & MSG_DONTWAIT) || io_fd_nonblock(e, n->fd)) {
       if (skip) /* the program wants an answer now: ask the kernel */
         r = n->attempt(n);
@@ -686,13 +705,34 @@ long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns) {
       return n->attempt(n);
     }
     struct io_wait wt;
-    io_park_on(n, 1, &wt, deadline);
+    park_on(n, 1, &wt, deadline);
     if (wt.completed)
       return wt.result;
     long failure = io_wait_failure(&wt, deadline);
     if (failure)
       return failure;
   }
+}
+
+/* The first try inline, with a small frame: a call that completes at once
+ * (most writes) never enters call_loop. Its steps are call_loop's first
+ * iteration for a call without timeout that the ring does not perform. */
+long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns) {
+  n->e = e;
+  bool ring = io_ring_wanted(e, n); /* the ring performs the read */
+  if (unlikely(timeout_ns != 0 || ring))
+    return call_loop(e, n, timeout_ns, ring, 0);
+  n->seq = atomic_load(dir_seq(e, n->dir));
+  if (n->seq + 1 == atomic_load_explicit(&e->drained, memory_order_relaxed) &&
+      drained_eligible(e, n))
+    return call_loop(e, n, 0, false, 2);
+  long r = n->attempt(n);
+  if (r == -EAGAIN)
+    return call_loop(e, n, 0, false, 1);
+  drained_note(e, n, r, n->seq);
+  if (n->ring_iw)
+    io_ring_note(e, n, r);
+  return r;
 }
 
 int io_wait_many(struct io_node *nodes, int count, uint64_t deadline) {
