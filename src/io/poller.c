@@ -1,7 +1,8 @@
 /*
- * io/poller.c — blocking I/O on swarm threads: the descriptor table, the
- * per-worker epolls, parking a thread on a descriptor, and the pollers that
- * perform the parked calls (MassiveThreads' I/O design, made lossless).
+ * io/poller.c — blocking I/O on swarm threads: the descriptor table's
+ * entries (made and classified by io/fdtable.c), the per-worker epolls,
+ * parking a thread on a descriptor, and the pollers that perform the
+ * parked calls (MassiveThreads' I/O design, made lossless).
  *
  * Design:
  *  - A call first simply tries, without blocking (the fast path: one
