@@ -626,7 +626,36 @@ ssize_t swarm_read(int fd, void *buf, size_t count) {
   return io_fail(io_do(fd, &n, true));
 }
 
+/* swarm_write on a socket already seen to take MSG_DONTWAIT: io_do's
+ * steps without the node until one is needed. The same system calls: the
+ * counter is read before the attempt (io_call's), a complete write or an
+ * error is the result, EAGAIN goes on to io_call's wait with that counter,
+ * a short write to write_rest. */
+static __attribute__((noinline)) long
+write_known(struct io_fd *e, int fd, const void *buf, size_t count) {
+  uint32_t seq = atomic_load(&e->wseq);
+  long r = sys_sendto(fd, buf, count, MSG_DONTWAIT, NULL, 0);
+  if (likely(r == (long)count) || (r < 0 && r != -EAGAIN))
+    return r;
+  NODE(n.attempt = io_attempt_write; n.buf = (void *)buf; n.len = count;
+       n.dir = 1; n.fd = fd; n.e = e; n.how = IO_HOW_NOWAIT_OK;)
+  if (r == -EAGAIN) {
+    n.seq = seq;
+    r = io_call_after_eagain(e, &n);
+    if (r >= 0 && (size_t)r == count)
+      return r;
+  }
+  return write_rest(e, &n, r);
+}
+
 ssize_t swarm_write(int fd, const void *buf, size_t count) {
+  struct io_fd *e = io_fd_known(fd);
+  if (likely(e) && count &&
+      atomic_load_explicit(&e->kind, memory_order_relaxed) == FD_POLLABLE &&
+      e->socket &&
+      atomic_load_explicit(&e->how[1], memory_order_relaxed) ==
+          IO_HOW_NOWAIT_OK)
+    return io_fail(write_known(e, fd, buf, count));
   NODE(n.attempt = io_attempt_write; n.buf = (void *)buf; n.len = count;
        n.dir = 1;)
   return io_fail(io_do(fd, &n, true));

@@ -275,6 +275,9 @@ long io_fd_close(int fd); /* io_fd_forget_with the close system call */
  * n->interruptible and sync_interrupt ended the wait, -ECANCELED (a call
  * the poller completed first returns its result: nothing is lost). */
 long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns);
+/* io_call (no timeout given, not a ring read) after its first attempt was
+ * made by the caller and said EAGAIN, n->seq read before it. */
+long io_call_after_eagain(struct io_fd *e, struct io_node *n);
 /* Parks until one of nodes[0..count) (pure waits, fd/dir/e set) sees an
  * edge, or the deadline (CLOCK_MONOTONIC, 0 = none) passes. Returns 1
  * (readiness or closed), 0 on timeout, -1 when nodes[0].interruptible and

@@ -715,6 +715,11 @@ static __attribute__((noinline)) long call_loop(struct io_fd *e,
   }
 }
 
+long io_call_after_eagain(struct io_fd *e, struct io_node *n) {
+  n->e = e;
+  return call_loop(e, n, 0, false, 1);
+}
+
 /* The first try inline, with a small frame: a call that completes at once
  * (most writes) never enters call_loop. Its steps are call_loop's first
  * iteration for a call without timeout that the ring does not perform. */
