@@ -85,15 +85,9 @@ void pp_client_epoll(struct pp_run *r) {
   struct epoll_event evs[256];
   int opened = 0;
   for (;;) {
-    double t = pp_now();
-    if (t >= r->t1)
+    int counting = pp_turn(r, &opened);
+    if (counting < 0)
       break;
-    int counting = t >= r->t0;
-    if (counting && !opened) {
-      opened = 1;
-      if (r->window_opens)
-        r->window_opens(r);
-    }
     int m = epoll_wait(ep, evs, 256, 100);
     for (int i = 0; i < m; i++) {
       int s = r->fd[evs[i].data.u64];

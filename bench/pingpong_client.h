@@ -30,6 +30,22 @@ static inline long pp_active_index(const struct pp_run *r, long i) {
 }
 
 /* level-triggered epoll, a read and a write per echo (the old client) */
+/* A client loop's clock, once per turn: -1 once the run is over, else
+ * whether round trips count now (the window opened: r->window_opens is
+ * called the first time, *opened remembers it). */
+static inline int pp_turn(struct pp_run *r, int *opened) {
+  double t = pp_now();
+  if (t >= r->t1)
+    return -1;
+  int counting = t >= r->t0;
+  if (counting && !*opened) {
+    *opened = 1;
+    if (r->window_opens)
+      r->window_opens(r);
+  }
+  return counting;
+}
+
 void pp_client_epoll(struct pp_run *r);
 /* whether pp_client_uring can run here (0), or -errno and *why */
 int pp_uring_usable(const char **why);

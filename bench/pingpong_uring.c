@@ -202,15 +202,9 @@ int pp_client_uring(struct pp_run *r, const char **why) {
   }
   int mask = io_uring_buf_ring_mask(u.nbufs), opened = 0;
   for (;;) {
-    double t = pp_now();
-    if (t >= r->t1)
+    int counting = pp_turn(r, &opened);
+    if (counting < 0)
       break;
-    int counting = t >= r->t0;
-    if (counting && !opened) {
-      opened = 1;
-      if (r->window_opens)
-        r->window_opens(r);
-    }
     struct io_uring_cqe *c;
     struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 100 * 1000 * 1000};
     e = io_uring_submit_and_wait_timeout(&u.ring, &c, 1, &ts, NULL);
