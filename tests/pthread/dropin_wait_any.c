@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -99,6 +100,9 @@ static const char *const names[] = {
     "wait3()"};
 
 int main(void) {
+  /* Line by line: the alarm's kill keeps what was printed, so a hang
+   * names the step it hung in (ctest's log showed nothing once). */
+  setvbuf(stdout, NULL, _IOLBF, 0);
   report_on_swarm();
   alarm(120); /* a wait that cannot be cancelled fails, not hangs */
   pid_t child = sleeper();
