@@ -77,8 +77,9 @@ enum thread_kind {
   THREAD_MAIN = 1,     /* the flow that started the runtime; its own stack */
   THREAD_EXTERNAL = 2, /* a kernel thread that is not a worker */
   THREAD_INLINE = 3,   /* inline.c: a child running as a call on its
-                          parent's stack (stack: the parent's bounds); USER
-                          again before its exit is published */
+                          parent's stack (its own stack field empty: see
+                          thread_stack_owner); USER again before its exit
+                          is published */
 };
 
 /* thread.control: generation (bits 63..32) | table index (30..7) | state
@@ -128,13 +129,35 @@ struct swarm_thread {
    * Written by the worker it just left, in the after step, before anyone
    * else can run it. */
   _Atomic uint64_t cpu_word;
-#ifdef SWARM_ASAN
-  void *asan_fake_stack;
-#endif
+  /* inline.c: the lowest stack pointer from which a child spawned with the
+   * inline opt-in and the default stack size may run inline under this
+   * thread (its room test, one compare): stack.lo plus swarm_rt.inline_room
+   * for a USER thread, set where a stack is bound to it (spawn.c); its
+   * parent's for an inlined child; UINTPTR_MAX (never) for MAIN and
+   * EXTERNAL descriptors. Stale in a free descriptor without a stack. */
+  uintptr_t inline_floor;
 } __attribute__((aligned(64)));
 _Static_assert(
     sizeof(struct swarm_thread) == 1u << CTL_INDEX_SHIFT,
     "a descriptor's size is its handle's index unit (CTL_INDEX_SHIFT)");
+
+/* inline.c's room rule: a child whose own stack would be `size` bytes may
+ * run inline when at least half that, and at least 16 KiB, is left below
+ * the stack pointer. */
+#define INLINE_ROOM_MIN ((size_t)16384)
+static inline size_t inline_room_for(size_t size) {
+  return (size > 2 * INLINE_ROOM_MIN ? size : 2 * INLINE_ROOM_MIN) / 2;
+}
+
+/* The thread whose stack t runs on: t, or for an inlined child (inline.c:
+ * kind THREAD_INLINE, its parent in arg) its nearest ancestor that is not
+ * one. For fault.c's report and ASan's fiber bounds: an inlined child
+ * records no stack of its own. */
+static inline struct swarm_thread *thread_stack_owner(struct swarm_thread *t) {
+  while (t->kind == THREAD_INLINE)
+    t = t->arg;
+  return t;
+}
 
 /* Upper layers claim a slot index for per-thread data (keys, errno, ...). */
 enum {
@@ -230,6 +253,12 @@ struct worker {
    * step (traced; the portable back end), so that path need not test for
    * one. */
   size_t spawn_keep_size;
+  /* inline.c: how many threads the deque must hold for a spawn with the
+   * inline opt-in to run inline here (SWARM_INLINE_DEPTH, copied on the
+   * worker's first such spawn); INT64_MAX, which no deque reaches, until
+   * then, on a traced worker and on swarm_worker_none, so that the fast
+   * path's one depth test sends those spawns the slow way. */
+  int64_t inline_depth;
   void *(*after_park)(void *); /* run the park commit */
   /* The scheduler loop's step before it switches to a thread: NULL, or
    * tracing's or CPU accounting's (cpuclock.c). One load and a branch,
@@ -279,6 +308,10 @@ struct runtime {
   int nworkers;
   struct worker *workers;
   size_t default_stack;
+  /* inline.c: the room an inlined child with the default stack size needs
+   * below the stack pointer, half the default stack and at least 16 KiB
+   * (swarm_thread.inline_floor is a stack's lo plus this). */
+  size_t inline_room;
   size_t guard_size;
   bool bind;
   bool print_stats;
@@ -314,6 +347,11 @@ struct runtime {
 };
 
 extern struct runtime swarm_rt;
+
+/* A USER thread's inline_floor for a stack starting at lo. */
+static inline uintptr_t thread_inline_floor(const char *lo) {
+  return (uintptr_t)lo + swarm_rt.inline_room;
+}
 
 /* The worker running the calling kernel thread, or NULL. Read through this
  * function only: a swarm thread may resume on another worker after any
