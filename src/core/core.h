@@ -755,11 +755,23 @@ static inline void desc_release(struct worker *w, struct swarm_thread *t) {
  * never handed out is zero: its generation, 0, is one no handle carries,
  * since generations are odd. */
 static inline struct swarm_thread *desc_lookup(swarm_thread_t h) {
+#if defined(__x86_64__)
+  /* The mask and the base read by the and and the add themselves (three
+   * instructions, not four: GCC keeps an atomic load a load of its own).
+   * x86-64 loads are acquire loads; the two are read in this order. */
+  uint64_t p = h;
+  __asm__("andl %1, %k0\n\t"
+          "addq %2, %0"
+          : "+&r"(p)
+          : "m"(swarm_desc_index_mask), "m"(swarm_desc_region));
+  return (struct swarm_thread *)p;
+#else
   uint32_t mask =
       atomic_load_explicit(&swarm_desc_index_mask, memory_order_acquire);
   struct swarm_thread *base =
       atomic_load_explicit(&swarm_desc_region, memory_order_relaxed);
   return (struct swarm_thread *)((char *)base + ((uint32_t)h & mask));
+#endif
 }
 
 /* desc_lookup for paths that then compare only the generation: NULL for a
