@@ -157,8 +157,10 @@ swarm_arch_trampoline:
         .hidden swarm_arch_inline_run
         .type   swarm_arch_inline_run, %function
         .p2align 4
-/* int swarm_arch_inline_run(void **unwind (x0), int parent_errno (w1),
- *                           void *(*fn)(void *) (x2), void *arg (x3))
+/* int swarm_arch_inline_run(swarm_thread_t *out (x0, unused),
+ *                           int parent_errno (w1), void *(*fn)(void *) (x2),
+ *                           void *arg (x3), struct worker *w (x4, unused),
+ *                           void **unwind (x5))
  * Not part of the switch contract: core's inline opt-in (core/inline.c).
  * Calls fn(arg) as a plain call on this stack with an unwind point for
  * swarm_arch_inline_unwind: the callee-saved registers stored in the
@@ -177,7 +179,7 @@ swarm_arch_inline_run:
         .cfi_offset x30, -88
         str     w1, [sp, #160]
         mov     x9, sp
-        str     x9, [x0]
+        str     x9, [x5]
         mov     x0, x3
         blr     x2
 .Linline_returned:                  /* x0: fn's result; sp as stored */

@@ -319,8 +319,9 @@ swarm_arch_trampoline:
         .hidden swarm_arch_inline_run
         .type   swarm_arch_inline_run, @function
         .p2align 4
-/* int swarm_arch_inline_run(void **unwind (rdi), int parent_errno (esi),
- *                           void *(*fn)(void *) (rdx), void *arg (rcx))
+/* int swarm_arch_inline_run(swarm_thread_t *out (rdi), int parent_errno (esi),
+ *                           void *(*fn)(void *) (rdx), void *arg (rcx),
+ *                           struct worker *w (r8), void **unwind (r9))
  * Not part of the switch contract: core's inline opt-in (core/inline.c).
  * Calls fn(arg) as a plain call on this stack with an unwind point for
  * swarm_arch_inline_unwind: the callee-saved registers are pushed in the
@@ -329,8 +330,9 @@ swarm_arch_trampoline:
  * pointer stored in *unwind. fn returns with those registers intact, so
  * the common path never reloads them. Either way it ends with a tail call
  * of core's inline_done(result, parent_errno), whose value it returns.
- * The arguments are where inline_spawn has its own (fn, arg) or can put
- * them without a move (the errno it reads, the parent's sp at offset 0). */
+ * The arguments are where inline_spawn has its own (out and w, unused here,
+ * hold their registers so that GCC moves nothing; fn, arg) or can put them
+ * without a move (the errno it reads, the parent's sp). */
 swarm_arch_inline_run:
         .cfi_startproc
         pushq   %rbp
@@ -353,7 +355,7 @@ swarm_arch_inline_run:
         .cfi_rel_offset r15, 0
         pushq   %rsi                /* parent_errno; 16-byte aligned now */
         .cfi_adjust_cfa_offset 8
-        movq    %rsp, (%rdi)
+        movq    %rsp, (%r9)
         movq    %rcx, %rdi
         call    *%rdx
 .Linline_returned:                  /* rax: fn's result; rsp as stored */

@@ -204,15 +204,18 @@ static bool inline_may_run(struct worker *w, struct swarm_thread *parent,
 int inline_done(void *result, int parent_errno);
 #if (defined(__x86_64__) || defined(__aarch64__)) &&                           \
     defined(SWARM_ARCH_PUBLISH_LAST)
-int swarm_arch_inline_run(void **unwind, int parent_errno, void *(*fn)(void *),
-                          void *arg) __attribute__((visibility("hidden")));
+int swarm_arch_inline_run(swarm_thread_t *out, int parent_errno,
+                          void *(*fn)(void *), void *arg, struct worker *w,
+                          void **unwind) __attribute__((visibility("hidden")));
 _Noreturn void swarm_arch_inline_unwind(void *sp, void *result)
     __attribute__((visibility("hidden")));
 #else
-static __attribute__((noinline)) int swarm_arch_inline_run(void **unwind,
-                                                           int parent_errno,
-                                                           void *(*fn)(void *),
-                                                           void *arg) {
+static __attribute__((noinline)) int
+swarm_arch_inline_run(swarm_thread_t *out, int parent_errno,
+                      void *(*fn)(void *), void *arg, struct worker *w,
+                      void **unwind) {
+  (void)out;
+  (void)w;
   void *jb[5], *result;
   if (__builtin_setjmp(jb)) { /* from swarm_arch_inline_unwind */
     result = worker_current()->current->result;
@@ -330,7 +333,7 @@ inline_run_traced(struct worker *w, struct swarm_thread *parent,
                   struct swarm_thread *t, int parent_errno, void *(*fn)(void *),
                   void *arg) {
   inline_trace(w, parent, t, true);
-  int r = swarm_arch_inline_run(&parent->sp, parent_errno, fn, arg);
+  int r = swarm_arch_inline_run(NULL, parent_errno, fn, arg, w, &parent->sp);
   w = worker_current();
   if (w->trace)
     trace_switch(w->trace, parent);
@@ -360,7 +363,7 @@ inline_run(struct worker *w, struct swarm_thread *parent,
   w->current = t;
   if (unlikely(traced))
     return inline_run_traced(w, parent, t, parent_errno, fn, arg);
-  return swarm_arch_inline_run(&parent->sp, parent_errno, fn, arg);
+  return swarm_arch_inline_run(out, parent_errno, fn, arg, w, &parent->sp);
 }
 
 /* Everything but the fast path: bad arguments, a caller that is not a
