@@ -88,17 +88,22 @@ static void *racing_child(void *arg) {
   atomic_store(&published[i], swarm_self());
   /* A little work, so that a joiner on another worker often arrives
    * before the exit (it parks: WAITER) and sometimes after. */
-  for (volatile int k = 0; k < (int)(i % 64) * 4; k++) {
+  for (volatile int k = 0; k < (int)(i % 16) * 256; k++) {
   }
   return (void *)(i + 1);
 }
 
 static void *joiner(void *arg) {
   (void)arg;
+  /* With a second worker, spin: this worker stays busy, so the runner
+   * (in its deque) is stolen and spawns its children on the other one,
+   * concurrently with these joins. Alone, yield to it. */
+  int alone = swarm_num_workers() == 1;
   for (intptr_t i = 0; i < ROUNDS; i++) {
     swarm_thread_t h;
     while ((h = atomic_load(&published[i])) == SWARM_THREAD_NONE)
-      swarm_yield();
+      if (alone)
+        swarm_yield();
     void *r = NULL;
     CHECK_EQ(swarm_join(h, &r), 0);
     CHECK(r == (void *)(i + 1), "round %ld: result %p", (long)i, r);
@@ -113,11 +118,13 @@ static void *race_runner(void *arg) {
   swarm_thread_t j;
   CHECK_EQ(swarm_spawn(&j, NULL, joiner, NULL), 0);
   for (intptr_t i = 0; i < ROUNDS; i++) {
+    /* In step with the joiner, so that it waits for this child's handle
+     * and joins while the child still runs (or just after). */
+    while (atomic_load(&joined_ok) < i)
+      swarm_yield();
     swarm_thread_t h;
     CHECK_EQ(swarm_spawn(&h, &inline_attr, racing_child, (void *)i), 0);
     CHECK(h == atomic_load(&published[i]), "round %ld: handle", (long)i);
-    if ((i & 63) == 0)
-      swarm_yield();
   }
   CHECK_EQ(swarm_join(j, NULL), 0);
   CHECK_EQ(atomic_load(&joined_ok), ROUNDS);
