@@ -118,7 +118,8 @@ struct swarm_thread {
                                   only swarm_finalize's waits and a
                                   preemption's yield pin, and neither
                                   spawns: swarm_spawn's kept-stack path does
-                                  not test it (spawn.c) */
+                                  not test it (spawn.c), nor inline_spawn's
+                                  fast path (inline.c) */
   _Atomic uint32_t wake_word;  /* THREAD_EXTERNAL: futex for park */
   int saved_errno;             /* errno while switched out */
   uint32_t era;                /* swarm_rt.era at its last park (fork.c) */
@@ -378,7 +379,8 @@ static inline struct worker *worker_current(void) {
  * worker it is swarm_worker_none, never started, whose descriptor cache is
  * empty (descs.head NULL: spawn goes the general way) and full (descs.count
  * at its maximum: join's put goes the slow way, which reads worker_current
- * again), so those paths need no test for NULL. tls_worker_set (runtime.c)
+ * again), and whose inline_depth is INT64_MAX (an inline spawn goes the slow
+ * way), so those paths need no test for NULL. tls_worker_set (runtime.c)
  * keeps it in step with swarm_tls_worker; it starts as &swarm_worker_none. */
 extern __thread struct worker *swarm_tls_worker_or_none
     __attribute__((tls_model("initial-exec")));
