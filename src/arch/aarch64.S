@@ -157,31 +157,35 @@ swarm_arch_trampoline:
         .hidden swarm_arch_inline_run
         .type   swarm_arch_inline_run, %function
         .p2align 4
-/* int swarm_arch_inline_run(void *(*fn)(void *) (x0), void *arg (x1),
- *                           void **unwind (x2))
+/* int swarm_arch_inline_run(swarm_thread_t *out (x0, unused),
+ *                           int parent_errno (w1), void *(*fn)(void *) (x2),
+ *                           void *arg (x3), struct worker *w (x4, unused),
+ *                           void **unwind (x5))
  * Not part of the switch contract: core's inline opt-in (core/inline.c).
  * Calls fn(arg) as a plain call on this stack with an unwind point for
  * swarm_arch_inline_unwind: the callee-saved registers stored in the
- * switch's frame layout (no FPCR: a call keeps none) and sp stored in
- * *unwind. fn returns with x19-x28, d8-d15 and fp intact, so the common path
- * reloads only fp and lr. Either way it ends with a tail call of core's
- * inline_done(result), whose value it returns. */
+ * switch's frame layout (no FPCR: a call keeps none), parent_errno above
+ * them, and sp stored in *unwind. fn returns with x19-x28, d8-d15 and fp
+ * intact, so the common path reloads only fp and lr. Either way it ends
+ * with a tail call of core's inline_done(result, parent_errno), whose value
+ * it returns. */
 swarm_arch_inline_run:
         .cfi_startproc
         hint    #34                 /* bti c */
-        sub     sp, sp, #160
-        .cfi_def_cfa_offset 160
+        sub     sp, sp, #176
+        .cfi_def_cfa_offset 176
         SAVE_CALLEE_SAVED
-        .cfi_offset x29, -80
-        .cfi_offset x30, -72
+        .cfi_offset x29, -96
+        .cfi_offset x30, -88
+        str     w1, [sp, #160]
         mov     x9, sp
-        str     x9, [x2]
-        mov     x9, x0
-        mov     x0, x1
-        blr     x9
+        str     x9, [x5]
+        mov     x0, x3
+        blr     x2
 .Linline_returned:                  /* x0: fn's result; sp as stored */
         ldp     x29, x30, [sp, #80]
-        add     sp, sp, #160
+        ldr     w1, [sp, #160]
+        add     sp, sp, #176
         .cfi_def_cfa_offset 0
         .cfi_restore x29
         .cfi_restore x30
@@ -196,7 +200,7 @@ swarm_arch_inline_run:
 /* _Noreturn void swarm_arch_inline_unwind(void *sp (x0), void *result (x1))
  * Leaves every frame below an unwind point that swarm_arch_inline_run
  * stored (sp) as if its fn had returned result: the callee-saved
- * registers back from the frame, then inline_done(result). */
+ * registers back from the frame, then inline_done(result, parent_errno). */
 swarm_arch_inline_unwind:
         .cfi_startproc
         hint    #34                 /* bti c */

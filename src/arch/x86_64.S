@@ -319,15 +319,20 @@ swarm_arch_trampoline:
         .hidden swarm_arch_inline_run
         .type   swarm_arch_inline_run, @function
         .p2align 4
-/* int swarm_arch_inline_run(void *(*fn)(void *) (rdi), void *arg (rsi),
- *                           void **unwind (rdx))
+/* int swarm_arch_inline_run(swarm_thread_t *out (rdi), int parent_errno (esi),
+ *                           void *(*fn)(void *) (rdx), void *arg (rcx),
+ *                           struct worker *w (r8), void **unwind (r9))
  * Not part of the switch contract: core's inline opt-in (core/inline.c).
  * Calls fn(arg) as a plain call on this stack with an unwind point for
  * swarm_arch_inline_unwind: the callee-saved registers are pushed in the
- * switch's frame layout (no FP control: a call keeps none) and the stack
+ * switch's frame layout (no FP control: a call keeps none), parent_errno
+ * below them (the slot that aligns the stack for the call), and the stack
  * pointer stored in *unwind. fn returns with those registers intact, so
  * the common path never reloads them. Either way it ends with a tail call
- * of core's inline_done(result), whose value it returns. */
+ * of core's inline_done(result, parent_errno), whose value it returns.
+ * The arguments are where inline_spawn has its own (out and w, unused here,
+ * hold their registers so that GCC moves nothing; fn, arg) or can put them
+ * without a move (the errno it reads, the parent's sp). */
 swarm_arch_inline_run:
         .cfi_startproc
         pushq   %rbp
@@ -348,16 +353,17 @@ swarm_arch_inline_run:
         pushq   %r15
         .cfi_adjust_cfa_offset 8
         .cfi_rel_offset r15, 0
-        subq    $8, %rsp            /* 16-byte aligned for the call */
+        pushq   %rsi                /* parent_errno; 16-byte aligned now */
         .cfi_adjust_cfa_offset 8
-        movq    %rsp, (%rdx)
-        movq    %rdi, %rax
-        movq    %rsi, %rdi
-        call    *%rax
+        movq    %rsp, (%r9)
+        movq    %rcx, %rdi
+        call    *%rdx
 .Linline_returned:                  /* rax: fn's result; rsp as stored */
         movq    %rax, %rdi
-        addq    $56, %rsp
-        .cfi_adjust_cfa_offset -56
+        popq    %rsi                /* parent_errno */
+        .cfi_adjust_cfa_offset -8
+        addq    $48, %rsp
+        .cfi_adjust_cfa_offset -48
         .cfi_restore rbp
         .cfi_restore rbx
         .cfi_restore r12
@@ -375,7 +381,7 @@ swarm_arch_inline_run:
 /* _Noreturn void swarm_arch_inline_unwind(void *sp (rdi), void *result (rsi))
  * Leaves every frame below an unwind point that swarm_arch_inline_run
  * stored (sp) as if its fn had returned result: the callee-saved
- * registers back from the frame, then inline_done(result). */
+ * registers back from the frame, then inline_done(result, parent_errno). */
 swarm_arch_inline_unwind:
         .cfi_startproc
         movq    %rdi, %rsp

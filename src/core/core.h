@@ -77,8 +77,9 @@ enum thread_kind {
   THREAD_MAIN = 1,     /* the flow that started the runtime; its own stack */
   THREAD_EXTERNAL = 2, /* a kernel thread that is not a worker */
   THREAD_INLINE = 3,   /* inline.c: a child running as a call on its
-                          parent's stack (stack: the parent's bounds); USER
-                          again before its exit is published */
+                          parent's stack (its own stack field empty: see
+                          thread_stack_owner); USER again before its exit
+                          is published */
 };
 
 /* thread.control: generation (bits 63..32) | table index (30..7) | state
@@ -117,7 +118,8 @@ struct swarm_thread {
                                   only swarm_finalize's waits and a
                                   preemption's yield pin, and neither
                                   spawns: swarm_spawn's kept-stack path does
-                                  not test it (spawn.c) */
+                                  not test it (spawn.c), nor inline_spawn's
+                                  fast path (inline.c) */
   _Atomic uint32_t wake_word;  /* THREAD_EXTERNAL: futex for park */
   int saved_errno;             /* errno while switched out */
   uint32_t era;                /* swarm_rt.era at its last park (fork.c) */
@@ -128,13 +130,35 @@ struct swarm_thread {
    * Written by the worker it just left, in the after step, before anyone
    * else can run it. */
   _Atomic uint64_t cpu_word;
-#ifdef SWARM_ASAN
-  void *asan_fake_stack;
-#endif
+  /* inline.c: the lowest stack pointer from which a child spawned with the
+   * inline opt-in and the default stack size may run inline under this
+   * thread (its room test, one compare): stack.lo plus swarm_rt.inline_room
+   * for a USER thread, set where a stack is bound to it (spawn.c); its
+   * parent's for an inlined child; UINTPTR_MAX (never) for MAIN and
+   * EXTERNAL descriptors. Stale in a free descriptor without a stack. */
+  uintptr_t inline_floor;
 } __attribute__((aligned(64)));
 _Static_assert(
     sizeof(struct swarm_thread) == 1u << CTL_INDEX_SHIFT,
     "a descriptor's size is its handle's index unit (CTL_INDEX_SHIFT)");
+
+/* inline.c's room rule: a child whose own stack would be `size` bytes may
+ * run inline when at least half that, and at least 16 KiB, is left below
+ * the stack pointer. */
+#define INLINE_ROOM_MIN ((size_t)16384)
+static inline size_t inline_room_for(size_t size) {
+  return (size > 2 * INLINE_ROOM_MIN ? size : 2 * INLINE_ROOM_MIN) / 2;
+}
+
+/* The thread whose stack t runs on: t, or for an inlined child (inline.c:
+ * kind THREAD_INLINE, its parent in arg) its nearest ancestor that is not
+ * one. For fault.c's report and ASan's fiber bounds: an inlined child
+ * records no stack of its own. */
+static inline struct swarm_thread *thread_stack_owner(struct swarm_thread *t) {
+  while (t->kind == THREAD_INLINE)
+    t = t->arg;
+  return t;
+}
 
 /* Upper layers claim a slot index for per-thread data (keys, errno, ...). */
 enum {
@@ -230,6 +254,12 @@ struct worker {
    * step (traced; the portable back end), so that path need not test for
    * one. */
   size_t spawn_keep_size;
+  /* inline.c: how many threads the deque must hold for a spawn with the
+   * inline opt-in to run inline here (SWARM_INLINE_DEPTH, copied on the
+   * worker's first such spawn); INT64_MAX, which no deque reaches, until
+   * then, on a traced worker and on swarm_worker_none, so that the fast
+   * path's one depth test sends those spawns the slow way. */
+  int64_t inline_depth;
   void *(*after_park)(void *); /* run the park commit */
   /* The scheduler loop's step before it switches to a thread: NULL, or
    * tracing's or CPU accounting's (cpuclock.c). One load and a branch,
@@ -279,6 +309,10 @@ struct runtime {
   int nworkers;
   struct worker *workers;
   size_t default_stack;
+  /* inline.c: the room an inlined child with the default stack size needs
+   * below the stack pointer, half the default stack and at least 16 KiB
+   * (swarm_thread.inline_floor is a stack's lo plus this). */
+  size_t inline_room;
   size_t guard_size;
   bool bind;
   bool print_stats;
@@ -315,6 +349,11 @@ struct runtime {
 
 extern struct runtime swarm_rt;
 
+/* A USER thread's inline_floor for a stack starting at lo. */
+static inline uintptr_t thread_inline_floor(const char *lo) {
+  return (uintptr_t)lo + swarm_rt.inline_room;
+}
+
 /* The worker running the calling kernel thread, or NULL. Read through this
  * function only: a swarm thread may resume on another worker after any
  * switch, and a compiler may otherwise keep a TLS address across the call
@@ -340,7 +379,8 @@ static inline struct worker *worker_current(void) {
  * worker it is swarm_worker_none, never started, whose descriptor cache is
  * empty (descs.head NULL: spawn goes the general way) and full (descs.count
  * at its maximum: join's put goes the slow way, which reads worker_current
- * again), so those paths need no test for NULL. tls_worker_set (runtime.c)
+ * again), and whose inline_depth is INT64_MAX (an inline spawn goes the slow
+ * way), so those paths need no test for NULL. tls_worker_set (runtime.c)
  * keeps it in step with swarm_tls_worker; it starts as &swarm_worker_none. */
 extern __thread struct worker *swarm_tls_worker_or_none
     __attribute__((tls_model("initial-exec")));
@@ -717,11 +757,23 @@ static inline void desc_release(struct worker *w, struct swarm_thread *t) {
  * never handed out is zero: its generation, 0, is one no handle carries,
  * since generations are odd. */
 static inline struct swarm_thread *desc_lookup(swarm_thread_t h) {
+#if defined(__x86_64__)
+  /* The mask and the base read by the and and the add themselves (three
+   * instructions, not four: GCC keeps an atomic load a load of its own).
+   * x86-64 loads are acquire loads; the two are read in this order. */
+  uint64_t p = h;
+  __asm__("andl %1, %k0\n\t"
+          "addq %2, %0"
+          : "+&r"(p)
+          : "m"(swarm_desc_index_mask), "m"(swarm_desc_region));
+  return (struct swarm_thread *)p;
+#else
   uint32_t mask =
       atomic_load_explicit(&swarm_desc_index_mask, memory_order_acquire);
   struct swarm_thread *base =
       atomic_load_explicit(&swarm_desc_region, memory_order_relaxed);
   return (struct swarm_thread *)((char *)base + ((uint32_t)h & mask));
+#endif
 }
 
 /* desc_lookup for paths that then compare only the generation: NULL for a

@@ -68,8 +68,8 @@ static size_t native_name(struct swarm_thread *t, char *buf, size_t cap) {
   return n + os_describe_code((const void *)t->fn, buf + n, cap - n);
 }
 
-static size_t describe_thread(struct swarm_thread *t, void *addr, char *buf,
-                              size_t cap) {
+static size_t describe_thread(struct swarm_thread *t, size_t stack_size,
+                              void *addr, char *buf, size_t cap) {
   fault_namer_fn namer = atomic_load(&fault_state.namer);
   const char *advice = atomic_load(&fault_state.advice);
   size_t n = append(buf, 0, cap, "swarm: stack overflow in thread ");
@@ -80,7 +80,7 @@ static size_t describe_thread(struct swarm_thread *t, void *addr, char *buf,
   }
   n += named;
   n = append(buf, n, cap, ", stack size ");
-  n = append_u64(buf, n, cap, t->stack.size);
+  n = append_u64(buf, n, cap, stack_size);
   n = append(buf, n, cap, " bytes, guard hit at ");
   n = append_hex(buf, n, cap, (uint64_t)(uintptr_t)addr);
   n = append(buf, n, cap, ").\n");
@@ -111,9 +111,11 @@ size_t fault_describe(void *addr, char *buf, size_t cap) {
   char *a = addr;
   size_t guard = swarm_rt.guard_size;
   struct swarm_thread *t = w->current;
-  if (t && (t->kind == THREAD_USER || t->kind == THREAD_INLINE) &&
-      a >= t->stack.lo - guard && a < t->stack.lo)
-    return describe_thread(t, addr, buf, cap);
+  /* An inlined child runs on the stack of its nearest plain ancestor. */
+  struct swarm_thread *s = t ? thread_stack_owner(t) : NULL;
+  if (s && s->kind == THREAD_USER && a >= s->stack.lo - guard &&
+      a < s->stack.lo)
+    return describe_thread(t, s->stack.size, addr, buf, cap);
   if (t && t->kind == THREAD_MAIN && t->stack.lo &&
       a >= t->stack.lo - MAIN_STACK_GAP - guard &&
       a < t->stack.lo + MAIN_STACK_GAP)

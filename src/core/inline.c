@@ -10,11 +10,18 @@
  *    is not pinned (its stack and its worker may move while the child
  *    blocks), and the parent's stack has room left below the stack pointer
  *    (at least half the stack the child would have had). Otherwise
- *    spawn.c spawns the child as a plain thread.
+ *    spawn.c spawns the child as a plain thread. The fast path tests it
+ *    with three compares: the deque's depth against the worker's
+ *    inline_depth (INT64_MAX sends the first spawn on a worker, a traced
+ *    worker's and a non-worker's the slow way), the stack pointer against
+ *    the parent's inline_floor (precomputed where a stack is bound;
+ *    UINTPTR_MAX for the main thread), and a default stack size in attr;
+ *    a pinned thread never spawns (core.h).
  *  - The run (inline_spawn): the child gets a descriptor of its own, with
- *    kind THREAD_INLINE and the parent's stack bounds, so everything that
+ *    kind THREAD_INLINE and no stack of its own (thread_stack_owner finds
+ *    the parent's), so everything that
  *    looks at the running thread sees the child: swarm_self, errno (the
- *    parent's is kept in its saved_errno), the upper layers' slots, a park (the
+ *    parent's is kept in the run's frame), the upper layers' slots, a park (the
  *    child's saved sp is on the parent's stack, which moves with it), the
  *    overflow report (fault.c), ASan's fiber bounds. The parent is owned by
  *    the call: it is in no deque and no list until the child returns, so
@@ -22,24 +29,24 @@
  *    A descriptor that kept a stack (spawn.c) gives it back first.
  *  - The call (swarm_arch_inline_run, arch/x86_64.S and aarch64.S; a
  *    __builtin_setjmp twin below for the portable back end): fn(arg) as a
- *    plain call with an unwind point, the callee-saved registers saved once
- *    and the stack pointer stored in the parent's sp (nothing reads it while
- *    the parent is owned by the call). inline_spawn makes no call but its
- *    tail call of it and the run ends in a tail call of inline_done, so
- *    neither saves a register of its own; the parent goes in the child's
- *    arg (read otherwise only by thread_entry), the parent's errno in its
- *    saved_errno, as a switched-out thread's.
+ *    plain call with an unwind point, the callee-saved registers and the
+ *    parent's errno saved once and the stack pointer stored in the parent's
+ *    sp (nothing reads it while the parent is owned by the call).
+ *    inline_spawn makes no call but its tail call of it and the run ends in
+ *    a tail call of inline_done(result, parent's errno), so neither saves a
+ *    register of its own; the parent goes in the child's arg (read
+ *    otherwise only by thread_entry).
  *  - The exit (inline_exit): swarm_exit from an inlined child runs the exit
  *    work (thread-specific data, cleanup handlers) on the child's frames,
  *    then leaves them for the unwind point (swarm_arch_inline_unwind: the
  *    registers back from it), where inline_done publishes it as if fn had
  *    returned. The common path pays nothing for it but the pushes.
  *
- * Invariants: everything written to the child's descriptor (its stack back,
- * kind USER) precedes the publication of EXITED, after which a joiner may
- * release it at any moment; it is touched again only when WAITER says a
- * joiner is parked, as in spawn.c. The spawn and exit counters
- * (stat_spawned_pub, stat_exited_pub) count it as any thread, so
+ * Invariants: everything written to the child's descriptor (kind USER
+ * again; its stack field it never wrote) precedes the publication of EXITED,
+ * after which a joiner may release it at any moment; it is touched again only
+ * when WAITER says a joiner is parked, as in spawn.c. The spawn and exit
+ * counters (stat_spawned_pub, stat_exited_pub) count it as any thread, so
  * quiescence (sched.c) holds.
  */
 #include <errno.h>
@@ -48,6 +55,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/core.h"
 #include "core/inline.h"
@@ -65,10 +73,7 @@ _Static_assert(sizeof(swarm_attr_t) == 2 * sizeof(uint32_t) + sizeof(size_t) +
 
 #define INLINE_DEPTH_DEFAULT 4
 #define INLINE_DEPTH_MAX 1000000
-/* Not read yet: more than any deque holds, so that the rule's depth test
- * says no and inline_decline reads it (one test fewer on the fast path). */
-#define INLINE_DEPTH_UNREAD INT_MAX
-#define INLINE_ROOM_MIN ((size_t)16384)
+#define INLINE_DEPTH_UNREAD (-1)
 
 /* ---- attributes ---- */
 
@@ -90,7 +95,8 @@ int swarm_attr_getinline(const swarm_attr_t *attr, int *may_inline) {
 /* ---- the decision ---- */
 
 /* SWARM_INLINE_DEPTH, read once (a benign race: every reader computes the
- * same value). */
+ * same value); each worker copies it into its inline_depth on its first
+ * inline spawn (inline_spawn_slow). */
 static int inline_depth_cached = INLINE_DEPTH_UNREAD;
 
 static __attribute__((noinline, cold)) int inline_depth_read(void) {
@@ -110,45 +116,106 @@ static __attribute__((noinline, cold)) int inline_depth_read(void) {
   return d;
 }
 
-/* Whether a child spawned with attr may run inline under `parent` on w
- * (see the file comment). */
-static inline char *inline_sp(void);
-static inline bool inline_may_run(struct worker *w, struct swarm_thread *parent,
-                                  const swarm_attr_t *attr, int depth) {
-  if (unlikely(!parent || parent->pinned_worker >= 0 ||
-               (parent->kind != THREAD_USER && parent->kind != THREAD_INLINE)))
+static int inline_depth_get(void) {
+  int d = __atomic_load_n(&inline_depth_cached, __ATOMIC_RELAXED);
+  return d == INLINE_DEPTH_UNREAD ? inline_depth_read() : d;
+}
+
+/* The fast path's test of attr: initialised (the magic), joinable and the
+ * default stack size. On a little-endian machine the magic and the detach
+ * state are one 64-bit word, compared at once. */
+_Static_assert(offsetof(swarm_attr_t, magic_) == 0 &&
+                   offsetof(swarm_attr_t, detached_) == 4,
+               "the magic and the detach state share the attr's first word");
+static inline bool inline_attr_plain(const swarm_attr_t *attr) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t head;
+  memcpy(&head, attr, sizeof head);
+  return head == SWARM_ATTR_MAGIC && attr->stack_size_ == 0;
+#else
+  return attr->magic_ == SWARM_ATTR_MAGIC && attr->detached_ == 0 &&
+         attr->stack_size_ == 0;
+#endif
+}
+
+/* How many threads w's deque holds: deque_size without its clamp (a
+ * transient negative is below any depth; at depth 0 it keeps a child from
+ * running inline while a thief takes the last one). Relaxed. On x86-64 top
+ * is subtracted from memory, which GCC does not make of an atomic load. */
+static inline int64_t inline_deque_used(struct worker *w) {
+  int64_t n = atomic_load_explicit(&w->deque.bottom, memory_order_relaxed);
+#if defined(__x86_64__)
+  __asm__("subq %1, %0" : "+r"(n) : "m"(w->deque.top));
+  return n;
+#else
+  return n - atomic_load_explicit(&w->deque.top, memory_order_relaxed);
+#endif
+}
+
+/* The stack pointer, for the room rule. */
+static inline uintptr_t inline_sp(void) {
+#if defined(__x86_64__)
+  uintptr_t sp;
+  __asm__("movq %%rsp, %0" : "=r"(sp));
+  return sp;
+#else
+  return (uintptr_t)__builtin_frame_address(0);
+#endif
+}
+
+/* Whether the stack pointer is below floor (no room): one compare of the
+ * stack pointer with memory on x86-64. */
+static inline bool inline_sp_below(const uintptr_t *floor) {
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+  bool below;
+  __asm__("cmpq %1, %%rsp" : "=@ccb"(below) : "m"(*floor));
+  return below;
+#else
+  return inline_sp() < *floor;
+#endif
+}
+
+/* The whole rule, for the slow path: whether a child spawned with attr may
+ * run inline under `parent` on w (see the file comment). */
+static bool inline_may_run(struct worker *w, struct swarm_thread *parent,
+                           const swarm_attr_t *attr, int64_t depth) {
+  if (!parent || parent->pinned_worker >= 0 ||
+      (parent->kind != THREAD_USER && parent->kind != THREAD_INLINE))
     return false;
-  /* deque_size without its clamp: a transient negative is < depth too
-   * (or, at depth 0, lets a child run inline while the deque is empty). */
-  int64_t n = atomic_load_explicit(&w->deque.bottom, memory_order_relaxed) -
-              atomic_load_explicit(&w->deque.top, memory_order_relaxed);
-  if (n < depth)
+  if (inline_deque_used(w) < depth)
     return false;
-  size_t size = attr->stack_size_ ? attr->stack_size_ : swarm_rt.default_stack;
-  size_t need = (size > 2 * INLINE_ROOM_MIN ? size : 2 * INLINE_ROOM_MIN) / 2;
+  if (attr->stack_size_ == 0) /* the room inline_floor was made for */
+    return !inline_sp_below(&parent->inline_floor);
+  size_t need = inline_room_for(attr->stack_size_);
+  const char *lo = thread_stack_owner(parent)->stack.lo;
   /* Signed: a stack pointer below the bounds (never, but) says no. */
-  return inline_sp() - parent->stack.lo >= (ptrdiff_t)need;
+  return (ptrdiff_t)(inline_sp() - (uintptr_t)lo) >= (ptrdiff_t)need;
 }
 
 /* ---- the run and the exit ---- */
 
 /* The call with an unwind point (see the file comment): fn(arg) runs as a
  * plain call; *unwind gets the point swarm_exit goes back to; both ways end
- * in inline_done(result), whose value is returned. The assembly back ends
- * have it (arch/x86_64.S, arch/aarch64.S: they save the callee-saved
- * registers and the stack pointer, nothing else, and the common path
- * reloads none but aarch64's fp and lr); the portable one uses
- * __builtin_setjmp. */
-int inline_done(void *result);
+ * in inline_done(result, parent_errno), whose value is returned. The
+ * assembly back ends have it (arch/x86_64.S, arch/aarch64.S: they save the
+ * callee-saved registers, parent_errno and the stack pointer, nothing
+ * else, and the common path reloads none but aarch64's fp and lr); the
+ * portable one uses __builtin_setjmp. */
+int inline_done(void *result, int parent_errno);
 #if (defined(__x86_64__) || defined(__aarch64__)) &&                           \
     defined(SWARM_ARCH_PUBLISH_LAST)
-int swarm_arch_inline_run(void *(*fn)(void *), void *arg, void **unwind)
-    __attribute__((visibility("hidden")));
+int swarm_arch_inline_run(swarm_thread_t *out, int parent_errno,
+                          void *(*fn)(void *), void *arg, struct worker *w,
+                          void **unwind) __attribute__((visibility("hidden")));
 _Noreturn void swarm_arch_inline_unwind(void *sp, void *result)
     __attribute__((visibility("hidden")));
 #else
 static __attribute__((noinline)) int
-swarm_arch_inline_run(void *(*fn)(void *), void *arg, void **unwind) {
+swarm_arch_inline_run(swarm_thread_t *out, int parent_errno,
+                      void *(*fn)(void *), void *arg, struct worker *w,
+                      void **unwind) {
+  (void)out;
+  (void)w;
   void *jb[5], *result;
   if (__builtin_setjmp(jb)) { /* from swarm_arch_inline_unwind */
     result = worker_current()->current->result;
@@ -156,7 +223,7 @@ swarm_arch_inline_run(void *(*fn)(void *), void *arg, void **unwind) {
     *unwind = jb;
     result = fn(arg);
   }
-  return inline_done(result);
+  return inline_done(result, parent_errno);
 }
 
 _Noreturn static void swarm_arch_inline_unwind(void *sp, void *result) {
@@ -215,20 +282,21 @@ inline_notify(struct worker *w, struct swarm_thread *t, uint64_t old) {
 }
 
 /* The child t, w's current thread, has ended with `result`: give the
- * worker back to its parent (t->arg) with the parent's errno (in the
- * parent's saved_errno, as a switched-out thread's is), then publish the
+ * worker back to its parent (t->arg) with the parent's errno (kept in the
+ * run's frame, swarm_arch_inline_run), then publish the
  * exit (as spawn.c's exit_publish and exit_notify do). Every write to t
- * precedes the add of EXITED, after which a joiner may release t. */
+ * precedes the add of EXITED, after which a joiner may release t. Its
+ * stack field was never written (thread_stack_owner): empty, as a free
+ * descriptor's without a kept stack must be. */
 static inline __attribute__((always_inline)) int
-inline_publish(struct worker *w, struct swarm_thread *t, void *result) {
+inline_publish(struct worker *w, struct swarm_thread *t, void *result,
+               int parent_errno) {
   struct swarm_thread *parent = t->arg;
-  t->stack.lo = NULL; /* a free descriptor's: none kept */
-  t->stack.size = 0;
   t->kind = THREAD_USER;
   t->result = result;
   counter_inc(&w->stat_exited_pub);
   w->current = parent;
-  os_errno_set(parent->saved_errno);
+  os_errno_set(parent_errno);
   uint64_t old =
       atomic_fetch_add_explicit(&t->control, CTL_EXITED, memory_order_acq_rel);
   if (unlikely(old & (CTL_WAITER | CTL_DETACHED)))
@@ -236,57 +304,92 @@ inline_publish(struct worker *w, struct swarm_thread *t, void *result) {
   return 0;
 }
 
-/* inline_done with exit work (it may block) or a trace: the same after
- * them. */
-static __attribute__((noinline)) int inline_done_slow(void *result) {
+/* inline_done with exit work (it may block): the same after it. */
+static __attribute__((noinline)) int inline_done_slow(void *result,
+                                                      int parent_errno) {
   inline_exit_work(worker_current()->current);
   struct worker *w = worker_current(); /* the child may have moved */
-  struct swarm_thread *t = w->current;
-  if (w->trace)
-    inline_trace(w, t, t->arg, false);
-  return inline_publish(w, t, result);
+  return inline_publish(w, w->current, result, parent_errno);
 }
 
 /* The child, w's current thread, has returned `result` (or unwound from
  * swarm_exit): its end, and swarm_spawn's 0. It makes no call on the
- * common path (a tail call at most), so it saves no register. */
-int inline_done(void *result) {
+ * common path (a tail call at most), so it saves no register. A traced
+ * run records the parent's slice after it (inline_run_traced). */
+int inline_done(void *result, int parent_errno) {
   struct worker *w = worker_current(); /* the child may have moved */
   struct swarm_thread *t = w->current;
-  if (unlikely((((uintptr_t)t->slots[SLOT_SYNC] |
-                 (uintptr_t)t->slots[SLOT_PTHREAD]) != 0) ||
-               w->trace))
-    return inline_done_slow(result);
-  return inline_publish(w, t, result);
+  if (unlikely(((uintptr_t)t->slots[SLOT_SYNC] |
+                (uintptr_t)t->slots[SLOT_PTHREAD]) != 0))
+    return inline_done_slow(result, parent_errno);
+  return inline_publish(w, t, result, parent_errno);
 }
 
-/* The stack pointer, for the room check. */
-static inline char *inline_sp(void) {
-#if defined(__x86_64__)
-  char *sp;
-  __asm__("movq %%rsp, %0" : "=r"(sp));
-  return sp;
-#else
-  return __builtin_frame_address(0);
-#endif
-}
-
-/* inline_spawn's slow ways in: SWARM_INLINE_DEPTH read, the descriptor
- * cache refilled, or the stack the first descriptor kept (spawn.c) given
- * back, as spawn_bind_stack does for one of another size (an inlined
- * child's stack field holds its parent's bounds instead); then again. */
+/* The traced run: the spawn's trace point, the call (not a tail call:
+ * the parent's slice is recorded once the child has ended, on whatever
+ * worker the parent then runs). */
 static __attribute__((noinline, cold)) int
-inline_spawn_prepare(swarm_thread_t *out, const swarm_attr_t *attr,
-                     void *(*fn)(void *), void *arg) {
-  if (__atomic_load_n(&inline_depth_cached, __ATOMIC_RELAXED) ==
-      INLINE_DEPTH_UNREAD)
-    inline_depth_read();
-  struct worker *w = worker_current();
+inline_run_traced(struct worker *w, struct swarm_thread *parent,
+                  struct swarm_thread *t, int parent_errno, void *(*fn)(void *),
+                  void *arg) {
+  inline_trace(w, parent, t, true);
+  int r = swarm_arch_inline_run(NULL, parent_errno, fn, arg, w, &parent->sp);
+  w = worker_current();
+  if (w->trace)
+    trace_switch(w->trace, parent);
+  return r;
+}
+
+/* The run of the child t (taken from w's cache, no kept stack) under
+ * parent: t becomes w's current thread and fn(arg) is called. Makes no
+ * call but its last (a tail call of the run, which ends in inline_done's
+ * return to swarm_spawn's caller), so nothing of it lives in callee-saved
+ * registers: the parent goes in the child's arg, its errno to the run.
+ * t keeps no stack of its own: fault.c and ASan find the
+ * parent's (thread_stack_owner), a nested spawn's rule its inline_floor. */
+static inline __attribute__((always_inline)) int
+inline_run(struct worker *w, struct swarm_thread *parent,
+           struct swarm_thread *t, swarm_thread_t *out, void *(*fn)(void *),
+           void *arg, bool traced) {
+  t->inline_floor = parent->inline_floor;
+  t->kind = THREAD_INLINE;
+  t->fn = fn; /* for the overflow report */
+  t->arg = parent;
+  if (out)
+    *out = desc_handle_free(t);
+  counter_inc(&w->stat_spawned_pub);
+  w->stats.inlined++;
+  int parent_errno = os_errno_take(); /* the child starts with 0 */
+  w->current = t;
+  if (unlikely(traced))
+    return inline_run_traced(w, parent, t, parent_errno, fn, arg);
+  return swarm_arch_inline_run(out, parent_errno, fn, arg, w, &parent->sp);
+}
+
+/* Everything but the fast path: bad arguments, a caller that is not a
+ * worker (swarm_worker_none), a detached child, a stack size, a worker
+ * that has not read SWARM_INLINE_DEPTH yet or is traced (its inline_depth
+ * is INT64_MAX), the rule saying no, an empty descriptor cache or a
+ * descriptor with a kept stack (given back, as spawn_bind_stack gives back
+ * one of another size). */
+static __attribute__((noinline)) int
+inline_spawn_slow(swarm_thread_t *out, const swarm_attr_t *attr,
+                  void *(*fn)(void *), void *arg, struct worker *w) {
+  if (attr->magic_ != SWARM_ATTR_MAGIC || !fn || (!out && !attr->detached_) ||
+      w == &swarm_worker_none)
+    return spawn_plain_general(out, attr, fn, arg); /* its answers */
+  int64_t depth = inline_depth_get();
+  if (!w->trace)
+    w->inline_depth = depth; /* the fast path's from now on */
+  struct swarm_thread *parent = w->current;
+  if (!inline_may_run(w, parent, attr, depth))
+    return spawn_plain_general(out, attr, fn, arg);
   struct swarm_thread *t = w->descs.head;
   if (!t) {
     if (!(t = desc_alloc_slow(w)))
       return spawn_plain_general(out, attr, fn, arg); /* EAGAIN, said why */
     desc_cache_put(w, t);
+    t = w->descs.head;
   }
   if (t->stack.size) {
     stack_release(w, t->stack);
@@ -294,61 +397,33 @@ inline_spawn_prepare(swarm_thread_t *out, const swarm_attr_t *attr,
     t->stack.size = 0;
     w->stack_keep_room++;
   }
-  return inline_spawn(out, attr, fn, arg);
-}
-
-/* The rule said no: a plain spawn, unless SWARM_INLINE_DEPTH was not read
- * yet (INLINE_DEPTH_UNREAD). */
-static __attribute__((noinline)) int inline_decline(swarm_thread_t *out,
-                                                    const swarm_attr_t *attr,
-                                                    void *(*fn)(void *),
-                                                    void *arg) {
-  if (unlikely(__atomic_load_n(&inline_depth_cached, __ATOMIC_RELAXED) ==
-               INLINE_DEPTH_UNREAD))
-    return inline_spawn_prepare(out, attr, fn, arg);
-  return spawn_plain_general(out, attr, fn, arg);
-}
-
-/* The traced run: the spawn's trace point, then the call. */
-static __attribute__((noinline, cold)) int
-inline_run_traced(struct worker *w, struct swarm_thread *parent,
-                  struct swarm_thread *t, void *(*fn)(void *), void *arg) {
-  inline_trace(w, parent, t, true);
-  return swarm_arch_inline_run(fn, arg, &parent->sp);
-}
-
-/* Makes no call but its last (a tail call of the run, which ends in
- * inline_done's return to our caller), so nothing of it lives in
- * callee-saved registers: the parent goes in the child's arg, its errno in
- * its saved_errno. */
-int inline_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
-                 void *(*fn)(void *), void *arg) {
-  struct worker *w = worker_current();
-  if (unlikely(!w || attr->magic_ != SWARM_ATTR_MAGIC || !fn ||
-               (!out && !attr->detached_)))
-    return spawn_plain_general(out, attr, fn, arg);
-  struct swarm_thread *parent = w->current;
-  int depth = __atomic_load_n(&inline_depth_cached, __ATOMIC_RELAXED);
-  if (!inline_may_run(w, parent, attr, depth))
-    return inline_decline(out, attr, fn, arg);
-  struct swarm_thread *t = w->descs.head;
-  if (unlikely(!t || t->stack.size))
-    return inline_spawn_prepare(out, attr, fn, arg);
   w->descs.head = t->next;
   w->descs.count--;
-  t->stack = parent->stack; /* bounds for fault.c, ASan, nesting */
-  t->kind = THREAD_INLINE;
-  t->fn = fn;
-  t->arg = parent;
-  if (unlikely(attr->detached_))
+  if (attr->detached_)
     atomic_fetch_or_explicit(&t->control, CTL_DETACHED, memory_order_relaxed);
-  if (out)
-    *out = desc_handle_free(t);
-  counter_inc(&w->stat_spawned_pub);
-  w->stats.inlined++;
-  parent->saved_errno = os_errno_take(); /* the child starts with 0 */
-  w->current = t;
-  if (unlikely(w->trace))
-    return inline_run_traced(w, parent, t, fn, arg);
-  return swarm_arch_inline_run(fn, arg, &parent->sp);
+  return inline_run(w, parent, t, out, fn, arg, w->trace != NULL);
+}
+
+/* The fast path: an initialised, joinable attr with the default stack
+ * size, a handle wanted, a worker with SWARM_INLINE_DEPTH read and no
+ * trace whose deque holds that many threads (swarm_worker_none's depth
+ * says no), room below the stack pointer (the parent's inline_floor,
+ * UINTPTR_MAX for the main thread; a pinned thread never spawns, as
+ * swarm_spawn's kept-stack path also assumes), a cached descriptor without
+ * a kept stack. Anything else is inline_spawn_slow. */
+int inline_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
+                 void *(*fn)(void *), void *arg, struct worker *w) {
+  if (unlikely(!inline_attr_plain(attr) || !fn || !out))
+    return inline_spawn_slow(out, attr, fn, arg, w);
+  if (unlikely(inline_deque_used(w) < w->inline_depth))
+    return inline_spawn_slow(out, attr, fn, arg, w);
+  struct swarm_thread *parent = w->current;
+  if (unlikely(inline_sp_below(&parent->inline_floor)))
+    return inline_spawn_slow(out, attr, fn, arg, w);
+  struct swarm_thread *t = w->descs.head;
+  if (unlikely(!t || t->stack.size))
+    return inline_spawn_slow(out, attr, fn, arg, w);
+  w->descs.head = t->next;
+  w->descs.count--;
+  return inline_run(w, parent, t, out, fn, arg, false);
 }

@@ -10,9 +10,10 @@
 
 /* swarm_spawn for an attr with the inline opt-in: runs fn(arg) as a call
  * on the caller's stack and returns 0, or, when the rule says no (or the
- * arguments are bad), returns what spawn_plain_general does. */
+ * arguments are bad), returns what spawn_plain_general does. w is
+ * worker_current_or_none(). */
 int inline_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
-                 void *(*fn)(void *), void *arg);
+                 void *(*fn)(void *), void *arg, struct worker *w);
 
 /* spawn.c: the plain spawn of everything but swarm_spawn's common case. */
 int spawn_plain_general(swarm_thread_t *out, const swarm_attr_t *attr,

@@ -137,6 +137,7 @@ struct swarm_thread *swarm_current_thread(void) {
   t->fn = NULL;
   t->stack.lo = NULL;
   t->stack.size = 0;
+  t->inline_floor = UINTPTR_MAX;
   for (int i = 0; i < SWARM_THREAD_SLOTS; i++)
     t->slots[i] = NULL;
   external_thread_adopt(t);

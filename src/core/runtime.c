@@ -52,7 +52,8 @@ __thread struct worker *swarm_tls_worker
 
 /* core.h: worker_current_or_none's answer on a kernel thread that is not
  * a worker. Its descriptor cache is empty and counts as full. */
-struct worker swarm_worker_none = {.descs = {.count = UINT32_MAX}};
+struct worker swarm_worker_none = {.descs = {.count = UINT32_MAX},
+                                   .inline_depth = INT64_MAX};
 __thread struct worker *swarm_tls_worker_or_none
     __attribute__((tls_model("initial-exec"))) = &swarm_worker_none;
 
@@ -109,6 +110,7 @@ static int workers_make(int nslots, struct start_progress *p) {
   for (int i = 0; i < nslots; i++) {
     struct worker *w = &swarm_rt.workers[i];
     w->id = i;
+    w->inline_depth = INT64_MAX; /* inline.c: SWARM_INLINE_DEPTH not read */
     atomic_init(&w->timers.earliest_ns, UINT64_MAX);
     spin_init(&w->timers.lock, LOCK_TIMERS);
     spin_init(&w->queue.lock, LOCK_READY_QUEUE);
@@ -150,6 +152,7 @@ static struct swarm_thread *main_thread_make(struct swarm_thread *adopt) {
                         memory_order_relaxed);
   t->kind = THREAD_MAIN;
   t->pinned_worker = -1;
+  t->inline_floor = UINTPTR_MAX; /* its children never run inline */
   t->next = NULL;
   t->joiner = NULL;
   if (!adopt) {
@@ -287,6 +290,7 @@ static void runtime_configure(int nworkers, size_t stack, bool bind,
   swarm_rt.nworkers = nworkers;
   swarm_rt.nslots = nworkers + monitor_spare_count(nworkers);
   swarm_rt.default_stack = stack;
+  swarm_rt.inline_room = inline_room_for(stack);
   swarm_rt.bind = bind;
   swarm_rt.print_stats = stats;
   /* Programs may close stderr before exit (xz does): keep our own copy so

@@ -52,6 +52,7 @@ static inline void counter_inc(_Atomic uint64_t *c) {
 static inline void stack_bounds_of(struct worker *w, struct swarm_thread *t,
                                    const void **lo, size_t *size) {
   if (t) {
+    t = thread_stack_owner(t);
     *lo = t->stack.lo;
     *size = t->stack.size;
   } else {

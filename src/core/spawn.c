@@ -430,6 +430,7 @@ static inline int spawn_bind_stack(struct worker *w, struct swarm_thread *t,
     t->stack.size = 0;
     return EAGAIN;
   }
+  t->inline_floor = thread_inline_floor(t->stack.lo);
   return 0;
 }
 
@@ -569,15 +570,12 @@ int spawn_plain_general(swarm_thread_t *out, const swarm_attr_t *attr,
   return spawn_run(w, t, out, detached, fn, arg, true);
 }
 
-/* swarm_spawn's way for anything but the common case: an attr with the
- * inline opt-in goes to inline.c, which runs the child as a call or
- * declines to spawn_plain_general. */
+/* swarm_spawn's way for anything but the common case and the inline
+ * opt-in. */
 static __attribute__((noinline)) int spawn_general(swarm_thread_t *out,
                                                    const swarm_attr_t *attr,
                                                    void *(*fn)(void *),
                                                    void *arg) {
-  if (attr && attr->inline_)
-    return inline_spawn(out, attr, fn, arg);
   return spawn_plain_general(out, attr, fn, arg);
 }
 
@@ -590,8 +588,14 @@ int swarm_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
   /* The fast path makes no call before the switch: a cached descriptor,
    * with the stack its last thread kept (spawn_bind_stack) or a cached
    * one; refills and the rest happen in spawn_general. */
-  if (unlikely(attr))
+  if (unlikely(attr)) {
+    /* The inline opt-in: inline.c runs the child as a call or declines to
+     * spawn_plain_general; it is given w (swarm_worker_none's deque depth
+     * sends it the slow way). */
+    if (attr->inline_)
+      return inline_spawn(out, attr, fn, arg, w);
     return spawn_general(out, attr, fn, arg);
+  }
   if (unlikely(!fn))
     return spawn_general(out, attr, fn, arg);
   if (unlikely(!out))
@@ -616,6 +620,7 @@ int swarm_spawn(swarm_thread_t *out, const swarm_attr_t *attr,
   w->stacks.count--;
   t->stack.lo = lo;
   t->stack.size = size;
+  t->inline_floor = thread_inline_floor(lo); /* a kept stack keeps it */
   w->descs.head = t->next;
   return spawn_run(w, t, out, false, fn, arg, true);
 }
