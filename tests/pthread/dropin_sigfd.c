@@ -22,6 +22,11 @@ static void *reader(void *arg) {
   return NULL;
 }
 
+/* Set once the timed thread's first wait has timed out: main sends
+ * SIGUSR2 only then (a fixed sleep raced that first wait on a loaded
+ * machine, where it could take longer than the sleep and get the signal). */
+static _Atomic int timed_out_once;
+
 static void *timed(void *arg) {
   (void)arg;
   sigset_t s;
@@ -30,6 +35,7 @@ static void *timed(void *arg) {
   struct timespec t = {0, 20000000};
   siginfo_t info;
   CHECK(sigtimedwait(&s, &info, &t) == -1 && errno == EAGAIN);
+  timed_out_once = 1; /* SIGUSR2 stays pending on us until the next wait */
   t.tv_sec = 30;
   CHECK(sigtimedwait(&s, &info, &t) == SIGUSR2);
   CHECK(info.si_signo == SIGUSR2);
@@ -53,7 +59,9 @@ int main(void) {
   CHECK(pthread_join(t, NULL) == 0);
   printf("signalfd: a process-directed signal read by a thread\n");
   CHECK(pthread_create(&t, NULL, timed, NULL) == 0);
-  usleep(100000);
+  while (!timed_out_once)
+    usleep(1000);
+  usleep(10000); /* most often into the second wait, sometimes pending */
   CHECK(pthread_kill(t, SIGUSR2) == 0);
   CHECK(pthread_join(t, NULL) == 0);
   printf("sigtimedwait: EAGAIN, then the thread's signal\n");
