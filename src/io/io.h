@@ -162,14 +162,49 @@ static inline long io_fail(long r) {
 }
 
 /* ---- the descriptor table (poller.c) ---- */
+/* Chunks of entries, each made on first use of one of its numbers and
+ * never freed (written only by poller.c). */
+#define IO_FD_CHUNK_SHIFT 12
+#define IO_FD_CHUNK ((uint32_t)1 << IO_FD_CHUNK_SHIFT)
+#define IO_FD_MAX_CHUNKS 1024 /* 4M descriptors */
+extern _Atomic(struct io_fd *) io_fd_chunks[IO_FD_MAX_CHUNKS];
+struct io_fd *io_fd_chunk_make(uint32_t c); /* (fdtable.c) */
+struct io_fd *io_fd_get_slow(int fd, bool adopt);
 /* The entry for fd (NULL only for fd < 0 or out of memory). */
-struct io_fd *io_fd_entry(int fd);
+static inline struct io_fd *io_fd_entry(int fd) {
+  if (unlikely((uint32_t)fd >= IO_FD_CHUNK * IO_FD_MAX_CHUNKS))
+    return NULL; /* negative too */
+  uint32_t c = (uint32_t)fd >> IO_FD_CHUNK_SHIFT;
+  struct io_fd *chunk =
+      atomic_load_explicit(&io_fd_chunks[c], memory_order_acquire);
+  if (unlikely(!chunk) && !(chunk = io_fd_chunk_make(c)))
+    return NULL;
+  return &chunk[(uint32_t)fd & (IO_FD_CHUNK - 1)];
+}
 /* The entry, its kind decided (fstat) on first use: sockets, pipes, FIFOs
  * and anonymous inodes (eventfd, timerfd, ...) are waited for in epoll;
  * character devices (terminals) too if adopt (the native API), otherwise
  * left alone (the drop-in: a blocking read on a terminal must still stop a
- * background job with SIGTTIN). NULL with errno on a bad descriptor. */
-struct io_fd *io_fd_get(int fd, bool adopt);
+ * background job with SIGTTIN). NULL with errno on a bad descriptor.
+ * Inline: an entry already made and classified (every call but the
+ * first) is two loads (io_fd_known, NULL otherwise); the rest is
+ * io_fd_get_slow. */
+static inline struct io_fd *io_fd_known(int fd) {
+  if (likely((uint32_t)fd < IO_FD_CHUNK * IO_FD_MAX_CHUNKS)) {
+    struct io_fd *chunk = atomic_load_explicit(
+        &io_fd_chunks[(uint32_t)fd >> IO_FD_CHUNK_SHIFT], memory_order_acquire);
+    if (likely(chunk)) {
+      struct io_fd *e = &chunk[(uint32_t)fd & (IO_FD_CHUNK - 1)];
+      if (likely(atomic_load_explicit(&e->kind, memory_order_acquire)))
+        return e;
+    }
+  }
+  return NULL; /* not yet: io_fd_get_slow */
+}
+static inline struct io_fd *io_fd_get(int fd, bool adopt) {
+  struct io_fd *e = io_fd_known(fd);
+  return likely(e) ? e : io_fd_get_slow(fd, adopt);
+}
 /* Forgets what the entry of a descriptor number just created by an
  * intercepted or native call knew (a stale entry, if its old file was
  * closed behind swarm's back), and classifies it afresh. */
@@ -240,6 +275,9 @@ long io_fd_close(int fd); /* io_fd_forget_with the close system call */
  * n->interruptible and sync_interrupt ended the wait, -ECANCELED (a call
  * the poller completed first returns its result: nothing is lost). */
 long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns);
+/* io_call (no timeout given, not a ring read) after its first attempt was
+ * made by the caller and said EAGAIN, n->seq read before it. */
+long io_call_after_eagain(struct io_fd *e, struct io_node *n);
 /* Parks until one of nodes[0..count) (pure waits, fd/dir/e set) sees an
  * edge, or the deadline (CLOCK_MONOTONIC, 0 = none) passes. Returns 1
  * (readiness or closed), 0 on timeout, -1 when nodes[0].interruptible and
@@ -260,9 +298,18 @@ struct io_worker *io_ring_here(void);
 
 /* ---- reads performed by the ring (ringread.c) ---- */
 #define IO_RING_RETRY (-(long)0x7fffffff) /* io_ring_read: try again */
+/* Set (once, for good) when the back end chosen performs reads in the
+ * ring (->recv): until then no read asks io_ring_eligible (with epoll, a
+ * read's ring check costs this one load). */
+extern _Atomic bool io_ring_reads;
 /* Whether n (a plain read or recv of a stream socket) may be performed by
  * the ring of the running worker; sets n->ring_iw. */
 bool io_ring_eligible(struct io_fd *e, struct io_node *n);
+static inline bool io_ring_wanted(struct io_fd *e, struct io_node *n) {
+  return n->dir == 0 &&
+         unlikely(atomic_load_explicit(&io_ring_reads, memory_order_relaxed)) &&
+         io_ring_eligible(e, n);
+}
 /* Parks the thread on an IORING_OP_RECV into its buffer, queued in the
  * park's commit (io_ring_submit) if e's generation is still gen; returns
  * its result (data is never dropped, even on timeout, close or
