@@ -1,7 +1,9 @@
 /*
  * io/fdtable.c — the descriptor table: entries made a chunk at a time on
  * first use of one of their numbers (never freed: a close bumps the
- * entry's generation instead, io/poller.c), and the first look at a
+ * entry's generation instead, io/poller.c; a chunk is IO_FD_CHUNK entries
+ * of one aligned cache line each, then their cold parts, struct
+ * io_fd_cold, reached by descriptor number), and the first look at a
  * descriptor (classify: which path its calls take). Lookups are inline
  * (io.h: io_fd_entry, io_fd_get); what is here runs once per chunk and
  * once per new descriptor.
@@ -12,6 +14,7 @@
  * lookup that reads it non-zero (acquire) sees the rest of the entry.
  */
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "io/io.h"
@@ -21,9 +24,13 @@ _Atomic(struct io_fd *) io_fd_chunks[IO_FD_MAX_CHUNKS];
 /* A chunk of entries, made on first use of one of its numbers. */
 struct io_fd *io_fd_chunk_make(uint32_t c) {
   struct io_fd *chunk = NULL;
-  struct io_fd *fresh = calloc(IO_FD_CHUNK, sizeof *fresh);
+  /* the entries, each one aligned line, then their cold parts */
+  size_t size =
+      IO_FD_CHUNK * (sizeof(struct io_fd) + sizeof(struct io_fd_cold));
+  struct io_fd *fresh = aligned_alloc(_Alignof(struct io_fd), size);
   if (!fresh)
     return NULL;
+  memset(fresh, 0, size);
   for (uint32_t i = 0; i < IO_FD_CHUNK; i++)
     spin_init(&fresh[i].lock, LOCK_IO_FD);
   if (atomic_compare_exchange_strong(&io_fd_chunks[c], &chunk, fresh))

@@ -60,32 +60,41 @@ enum io_how {
 
 struct io_node;
 
+/* One line (64 bytes, aligned): what a round trip reads and writes (the
+ * lookup's kind, the attempt's how and socket, the counters, the drained
+ * hint, the cached flags, the wait lists) is one cache line per
+ * descriptor; at 96 bytes it was two (docs/io.md, "Cache footprint").
+ * Each wait list is doubly linked through its nodes, the head's prev
+ * naming the tail (poller.c's node_link): no tail pointers. The socket
+ * timeouts, read only when the cached flags say one is set, are apart
+ * (io_fd_timeo). */
 struct io_fd {
-  struct spinlock lock;   /* LOCK_IO_FD */
+  _Alignas(64) struct spinlock lock; /* LOCK_IO_FD */
   _Atomic uint32_t gen;   /* bumped by close: stale epoll events are dropped */
   _Atomic uint8_t kind;   /* enum io_kind; set under lock, read without */
   _Atomic uint8_t how[2]; /* enum io_how of read/readv, write/writev */
   bool registered;        /* in io_workers[owner]'s epoll */
   bool socket;
-  bool fifo;   /* pipe or FIFO: READY writes go PIPE_BUF at a time */
-  bool stream; /* a byte stream (SOCK_STREAM socket, pipe, FIFO): a short
-                * read drained it (io_call's drained hint) */
-  _Atomic uint8_t busy[2]; /* IO_HOW_READY: a check-then-call in progress */
-  int16_t owner;
+  bool fifo;          /* pipe or FIFO: READY writes go PIPE_BUF at a time */
+  bool stream;        /* a byte stream (SOCK_STREAM socket, pipe, FIFO): a short
+                       * read drained it (io_call's drained hint) */
+  _Atomic bool ended; /* a poller saw hang-up or error: no drained
+                       * hint */
   _Atomic uint32_t rseq, wseq; /* readiness edges seen, per direction */
   _Atomic uint32_t drained;    /* rseq + 1 when a read came back short with
                                 * rseq at that value; 0: nothing known */
-  _Atomic bool ended;      /* a poller saw hang-up or error: no drained hint */
-  _Atomic bool ring_short; /* ringread.c: the last read came back short */
+  _Atomic bool ring_short;     /* ringread.c: the last read came back short */
+  _Atomic uint8_t busy[2];     /* IO_HOW_READY: a check-then-call in progress */
   /* What the kernel said of the open file's O_NONBLOCK and the socket's
    * SO_RCVTIMEO / SO_SNDTIMEO, cached while io_fd_opts_watch() is in
    * force (the drop-in sees every call that changes them): the global
    * epoch it was read at (low 32 bits) and IO_OPTS_* bits; 0: unknown.
-   * timeo[d]: the timeout in ns when IO_OPTS_TIMEO(d) is set. */
+   * io_fd_timeo(fd)[d]: the timeout in ns when IO_OPTS_TIMEO(d) is set. */
   _Atomic uint64_t opts;
-  _Atomic int64_t timeo[2];
-  struct io_node *head[2], *tail[2]; /* [0] readers, [1] writers */
+  struct io_node *head[2]; /* [0] readers, [1] writers */
+  int16_t owner;
 };
+_Static_assert(sizeof(struct io_fd) == 64, "struct io_fd: one cache line");
 
 struct io_wait {
   _Atomic int fired;     /* 1 while disarmed or once claimed */
@@ -167,6 +176,11 @@ static inline long io_fail(long r) {
 #define IO_FD_CHUNK_SHIFT 12
 #define IO_FD_CHUNK ((uint32_t)1 << IO_FD_CHUNK_SHIFT)
 #define IO_FD_MAX_CHUNKS 1024 /* 4M descriptors */
+/* A chunk is IO_FD_CHUNK entries followed by as many of these, the parts
+ * of an entry no round trip touches. */
+struct io_fd_cold {
+  _Atomic int64_t timeo[2]; /* see io_fd.opts (written by io/opts.c) */
+};
 extern _Atomic(struct io_fd *) io_fd_chunks[IO_FD_MAX_CHUNKS];
 struct io_fd *io_fd_chunk_make(uint32_t c); /* (fdtable.c) */
 struct io_fd *io_fd_get_slow(int fd, bool adopt);
@@ -189,6 +203,16 @@ static inline struct io_fd *io_fd_entry(int fd) {
  * Inline: an entry already made and classified (every call but the
  * first) is two loads (io_fd_known, NULL otherwise); the rest is
  * io_fd_get_slow. */
+/* The cold part of fd's entry (which exists: the caller holds it). */
+static inline struct io_fd_cold *io_fd_cold_of(int fd) {
+  struct io_fd *chunk = atomic_load_explicit(
+      &io_fd_chunks[(uint32_t)fd >> IO_FD_CHUNK_SHIFT], memory_order_acquire);
+  return (struct io_fd_cold *)(chunk + IO_FD_CHUNK) +
+         ((uint32_t)fd & (IO_FD_CHUNK - 1));
+}
+static inline _Atomic int64_t *io_fd_timeo(int fd) {
+  return io_fd_cold_of(fd)->timeo;
+}
 static inline struct io_fd *io_fd_known(int fd) {
   if (likely((uint32_t)fd < IO_FD_CHUNK * IO_FD_MAX_CHUNKS)) {
     struct io_fd *chunk = atomic_load_explicit(
@@ -248,7 +272,7 @@ static inline int64_t io_fd_timeout(struct io_fd *e, int fd, int dir) {
   if (!w)
     return io_fd_timeout_ask(e, fd, dir);
   return w & IO_OPTS_TIMEO(dir)
-             ? atomic_load_explicit(&e->timeo[dir], memory_order_relaxed)
+             ? atomic_load_explicit(&io_fd_timeo(fd)[dir], memory_order_relaxed)
              : -1;
 }
 /* From now on every change of O_NONBLOCK and of the socket timeouts this

@@ -149,28 +149,39 @@ void io_fd_created(int fd) {
 
 /* ---- wait lists (under e->lock) ---- */
 
+/* A list is doubly linked through its nodes; the head's prev names the
+ * tail (so the entry keeps only heads: struct io_fd is one line), and the
+ * tail's next is NULL. */
 static void node_link(struct io_fd *e, struct io_node *n) {
   int d = n->dir;
+  struct io_node *head = e->head[d];
   n->next = NULL;
-  n->prev = e->tail[d];
-  if (e->tail[d])
-    e->tail[d]->next = n;
-  else
+  if (head) {
+    struct io_node *tail = head->prev;
+    tail->next = n;
+    n->prev = tail;
+    head->prev = n;
+  } else {
+    n->prev = n;
     e->head[d] = n;
-  e->tail[d] = n;
+  }
   n->linked = true;
 }
 
 static void node_unlink(struct io_fd *e, struct io_node *n) {
   int d = n->dir;
-  if (n->prev)
-    n->prev->next = n->next;
-  else
+  struct io_node *head = e->head[d];
+  if (n == head) {
     e->head[d] = n->next;
-  if (n->next)
-    n->next->prev = n->prev;
-  else
-    e->tail[d] = n->prev;
+    if (n->next)
+      n->next->prev = n->prev; /* the tail */
+  } else {
+    n->prev->next = n->next;
+    if (n->next)
+      n->next->prev = n->prev;
+    else
+      head->prev = n->prev; /* n was the tail */
+  }
   n->next = n->prev = NULL;
   n->linked = false;
 }
@@ -856,7 +867,7 @@ static void hook_after_fork(void) {
       atomic_store(&e->busy[0], 0); /* a holder did not come along */
       atomic_store(&e->busy[1], 0);
       e->registered = false;
-      e->head[0] = e->head[1] = e->tail[0] = e->tail[1] = NULL;
+      e->head[0] = e->head[1] = NULL;
     }
   }
   atomic_store(&io.nwaiting, 0);
