@@ -181,7 +181,7 @@ static __attribute__((noinline)) long rw(struct io_node *n, bool vec) {
     int cnt = vec ? n->iovcnt : 1;
     long r = n->dir ? sys_pwritev2(n->fd, iov, cnt, -1, RWF_NOWAIT)
                     : sys_preadv2(n->fd, iov, cnt, -1, RWF_NOWAIT);
-    if ((r != -EOPNOTSUPP && r != -ENOSYS) || n->by_poller) {
+    if ((r != -EOPNOTSUPP && r != -ENOSYS) || io_in_poller) {
       if (how != IO_HOW_NOWAIT_OK)
         atomic_store_explicit(&e->how[n->dir], IO_HOW_NOWAIT_OK,
                               memory_order_relaxed);
@@ -617,7 +617,7 @@ int io_connect_impl(int fd, const struct sockaddr *a, socklen_t al,
 /* ---- the native API ---- */
 
 #define NODE(...)                                                              \
-  struct io_node n;                                                            \
+  _Alignas(64) struct io_node n;                                               \
   memset(&n, 0, sizeof n);                                                     \
   __VA_ARGS__
 

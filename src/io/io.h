@@ -123,28 +123,38 @@ static inline long io_wait_failure(struct io_wait *wt, uint64_t deadline) {
   return 0;
 }
 
+/* The first line (64 bytes) holds what a poller touches when it performs
+ * the call: edge_walk's walk, the attempt's arguments, the unlink, the
+ * claimed list (ready_next shares prev: a node on it is unlinked); the
+ * rest is read by the thread itself, around its park. The native and
+ * drop-in calls' nodes (NODE) are line-aligned on the stack, so a poller
+ * misses one line of a parked node, not three (docs/io.md). */
 struct io_node {
-  struct io_node *next, *prev;
-  struct io_node *ready_next; /* a poller's list of claimed nodes */
+  struct io_node *next;
+  union {
+    struct io_node *prev;       /* linked */
+    struct io_node *ready_next; /* unlinked: a poller's list of claimed nodes */
+  };
   struct io_wait *wait;
   struct io_fd *e;
+  /* the call to perform (NULL: a pure readiness wait) and its arguments */
+  long (*attempt)(struct io_node *);
+  void *buf;
+  size_t len;
   int fd;
-  int dir;            /* 0 read, 1 write */
-  bool linked;        /* in e's list (under e->lock) */
-  uint8_t how;        /* enum io_how the attempt used (IO_HOW_READY: never
-                       * performed by a poller; its thread is woken instead) */
-  bool by_poller;     /* the attempt runs in a poller, under e->lock */
+  uint8_t dir; /* 0 read, 1 write */
+  uint8_t how; /* enum io_how the attempt used (IO_HOW_READY: never
+                * performed by a poller; its thread is woken instead) */
+  bool linked; /* in e's list (under e->lock) */
+  bool ring;   /* ringread.c: the recv goes (or went) to ring_iw */
+  /* ---- */
+  uint32_t seq;       /* e's sequence counter when the attempt said EAGAIN */
   bool interruptible; /* the drop-in's cancellation may end the wait:
                        * io_call then returns -ECANCELED */
   bool file_only;     /* pread/pwrite/fsync families: offloaded on a file,
                        * otherwise the plain call (a stream answers ESPIPE
                        * or EINVAL at once: nothing to wait for) */
   off_t offset;       /* the positional calls' file offset (>= 0) */
-  uint32_t seq;       /* e's sequence counter when the attempt said EAGAIN */
-  /* the call to perform (NULL: a pure readiness wait) and its arguments */
-  long (*attempt)(struct io_node *);
-  void *buf;
-  size_t len;
   int flags;
   const struct iovec *iov;
   int iovcnt;
@@ -154,12 +164,16 @@ struct io_node {
   const struct sockaddr *caddr;
   socklen_t caddrlen;
   /* a read performed by the ring (ringread.c): seq then holds e's gen */
-  bool ring;              /* the recv goes (or went) to ring_iw */
   bool ring_first;        /* the stream was drained: the kernel polls first */
   _Atomic int ring_state; /* enum in ringread.c */
   long ring_res;          /* the recv's result, once ring_state says done */
   struct io_worker *ring_iw;
 };
+_Static_assert(__builtin_offsetof(struct io_node, seq) == 64,
+               "struct io_node: a poller's fields fill the first line");
+/* The attempt runs in a poller, under e->lock (edge_walk): it must not
+ * block (rw). Per kernel thread: a poller runs the attempts itself. */
+extern __thread bool io_in_poller __attribute__((tls_model("initial-exec")));
 
 /* errno of the running kernel thread, safe across a switch */
 static inline long io_fail(long r) {

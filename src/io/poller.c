@@ -91,6 +91,8 @@
 #define MAX_CHUNKS IO_FD_MAX_CHUNKS
 enum { ARMED = 0, CLAIMED = 1, DISARMED = 2, MISSED = 3 };
 
+__thread bool io_in_poller __attribute__((tls_model("initial-exec")));
+
 /* An idle worker spins (core's sched_loop) before it sleeps in epoll_wait,
  * calling hook_poll each round. Polling every round made a ping-pong round
  * trip cost 4-40 empty epoll_pwait calls (docs/io.md, "Accounting") and
@@ -268,9 +270,9 @@ static void edge_walk(struct io_fd *e, int d, uint32_t events,
     if (kick) {
       kicked = true; /* not completed: io_call tries again */
     } else if (n->attempt) {
-      n->by_poller = true;
+      io_in_poller = true;
       long r = n->attempt(n);
-      n->by_poller = false;
+      io_in_poller = false;
       if (r == -EAGAIN) {
         atomic_store(&wt->fired, ARMED); /* unclaim */
         if (!atomic_load(&wt->timed_out) || !wait_claim(wt))
