@@ -239,9 +239,9 @@ int sync_deadline(int clock, const struct timespec *abstime, uint64_t *out,
 
 /* ---- per-thread record ---- */
 
-/* slots[SLOT_SYNC] holds the record's address (calloc's: 16-aligned) and,
- * in its low bits, how many interrupters are in it (record_borrow) and
- * whether its thread is freeing it. The record is freed by its own thread
+/* slots[SLOT_SYNC] holds the record's address and, in its low bits (the
+ * record is 16-aligned), how many interrupters are in it (record_borrow)
+ * and whether its thread is freeing it. The record is freed by its own thread
  * (sync_thread_exit): it sets RECORD_DROPPING, which lets no interrupter
  * in, waits for those in it to leave, and leaves RECORD_DROPPING alone in
  * the slot (core clears the slots after the exit hook): no interrupter
@@ -286,10 +286,13 @@ static void borrow_pause(unsigned *rounds) {
 /* A fresh record in the slot if it still holds `from`; false otherwise
  * (or without memory: *nomem). */
 static bool record_make(void **slot, uintptr_t from, bool *nomem) {
-  struct sync_thread *fresh = calloc(1, sizeof *fresh);
+  /* aligned past RECORD_BITS whatever the allocator's own alignment */
+  size_t size = (sizeof(struct sync_thread) + RECORD_BITS) & ~RECORD_BITS;
+  struct sync_thread *fresh = aligned_alloc(RECORD_BITS + 1, size);
   *nomem = !fresh;
   if (!fresh)
     return false;
+  memset(fresh, 0, sizeof *fresh);
   spin_init(&fresh->lock, LOCK_SYNC_RECORD);
   if (slot_cas(slot, &from, (uintptr_t)fresh))
     return true;
