@@ -132,6 +132,11 @@ void sync_thread_exit(struct swarm_thread *self) {
   sync_thread_record_drop(self);
   free(rec->values);
   free(rec);
+  /* Core clears a thread's slots after its exit work, but not the main
+   * flow's (core/spawn.c, main_thread_finish), whose descriptor may be
+   * handed out again: no mark left there. */
+  if (self->kind == THREAD_MAIN)
+    __atomic_store_n(&self->slots[SLOT_SYNC], NULL, __ATOMIC_RELEASE);
 }
 
 /* Core's thread-exit hook (core.h): registering it makes native threads
