@@ -17,6 +17,14 @@ idle loop spun (--idle: sched_loop and hook_poll's skipped polls, whose
 amount depends on how long the worker waited for the client, here a
 Python one), and a Markdown table of instructions per round trip per
 function (exclusive), the top ones.
+
+--cache-sim adds callgrind's cache simulation (--cache-sim=yes) and, per
+round trip, first-level data misses (D1mr reads, D1mw writes: about the
+lines a round trip touches once C connections no longer fit in 32 KiB)
+and last-level ones (DLmr, DLmw) of a 2 MiB, 16-way last level (--LL, an
+L2-sized cache: misses there once C connections' lines outgrow it), per
+function too, the table sorted by D1 misses. Deterministic enough to
+compare builds; the idle loop is not taken out of the miss totals.
 """
 import argparse
 import os
@@ -58,10 +66,14 @@ def drive(port, conns, trips):
         s.close()
 
 
-def run(exe, conns, trips, out):
+LL = "--LL=2097152,16,64"
+
+
+def run(exe, conns, trips, out, cache_sim=False):
     env = dict(os.environ, SWARM_WORKERS="1")
-    p = subprocess.Popen(["taskset", "-c", "0", "valgrind", "--tool=callgrind",
-                          "--callgrind-out-file=" + out, exe],
+    sim = ["--cache-sim=yes", LL] if cache_sim else []
+    p = subprocess.Popen(["taskset", "-c", "0", "valgrind", "--tool=callgrind"]
+                         + sim + ["--callgrind-out-file=" + out, exe],
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                          env=env, text=True)
     line = p.stdout.readline()
@@ -74,24 +86,33 @@ def run(exe, conns, trips, out):
     p.wait()
 
 
-def per_function(out):
+COUNT = r"(?:([\d,]+)(?: \(\s*[\d.]+%\))?|\.)\s+"
+
+
+def per_function(out, events=("Ir",)):
+    """({event: total}, {function: {event: count}}) of one profile."""
     text = subprocess.run(["callgrind_annotate", "--inclusive=no", "--auto=no",
-                           "--threshold=100", out],
+                           "--threshold=100", "--show=" + ",".join(events),
+                           out],
                           capture_output=True, text=True).stdout
+    line_re = re.compile(r"\s*" + COUNT * len(events) + r"(\S.*)$")
     fns = {}
-    total = 0
+    total = {}
     for line in text.splitlines():
-        m = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*)$", line)
-        if not m:
+        m = line_re.match(line)
+        if not m or m.group(1) is None:
             continue
-        count = int(m.group(1).replace(",", ""))
-        rest = m.group(2)
+        counts = {ev: int((m.group(i + 1) or "0").replace(",", ""))
+                  for i, ev in enumerate(events)}
+        rest = m.group(len(events) + 1)
         if rest.startswith("PROGRAM TOTALS"):
-            total = count
+            total = counts
             continue
         name = re.sub(r"\s*\[.*", "", rest).rsplit(":", 1)[-1]
         name = re.sub(r"'\d+$", "", name)  # recursion levels: one function
-        fns[name] = fns.get(name, 0) + count
+        f = fns.setdefault(name, dict.fromkeys(events, 0))
+        for ev in events:
+            f[ev] += counts[ev]
     return total, fns
 
 
@@ -105,7 +126,11 @@ def main():
     ap.add_argument("--idle", default="sched_loop,hook_poll",
                     help="functions that only spin while the worker waits "
                          "(counted apart: how much depends on timing)")
+    ap.add_argument("--cache-sim", action="store_true",
+                    help="D1 and last-level misses per round trip too")
     a = ap.parse_args()
+    events = (("Ir", "D1mr", "D1mw", "DLmr", "DLmw") if a.cache_sim
+              else ("Ir",))
     lo, hi = (int(x) for x in a.trips.split(","))
     exes = {"swarm": f"{a.build}/bench/pingpong-server-swarm",
             "epoll": f"{a.build}/bench/peers/pingpong-server-epoll"}
@@ -114,20 +139,33 @@ def main():
         res = []
         for trips in (lo, hi):
             out = os.path.join(tmp, f"{server}.{trips}.out")
-            run(exes[server], a.conns, trips, out)
-            res.append(per_function(out))
+            run(exes[server], a.conns, trips, out, a.cache_sim)
+            res.append(per_function(out, events))
         (t0, f0), (t1, f1) = res
         n = hi - lo
-        diff = {k: (f1.get(k, 0) - f0.get(k, 0)) / n for k in set(f0) | set(f1)}
-        idle = sum(diff.get(k, 0) for k in a.idle.split(","))
-        total = (t1 - t0) / n
-        print(f"\n{server}, C = {a.conns}: {total - idle:.0f} instructions "
-              f"per round trip, and {idle:.0f} in the idle loop "
+        zero = dict.fromkeys(events, 0)
+        diff = {k: {ev: (f1.get(k, zero)[ev] - f0.get(k, zero)[ev]) / n
+                    for ev in events}
+                for k in set(f0) | set(f1)}
+        idle = sum(diff.get(k, zero)["Ir"] for k in a.idle.split(","))
+        total = {ev: (t1.get(ev, 0) - t0.get(ev, 0)) / n for ev in events}
+        print(f"\n{server}, C = {a.conns}: {total['Ir'] - idle:.0f} "
+              f"instructions per round trip, and {idle:.0f} in the idle loop "
               f"({a.idle}) ({lo} and {hi} round trips)\n")
-        print("| function | instructions per round trip |")
-        print("| --- | ---: |")
-        for k, v in sorted(diff.items(), key=lambda kv: -kv[1])[:a.top]:
-            print(f"| `{k}` | {v:.1f} |")
+        if a.cache_sim:
+            print("misses per round trip: " + ", ".join(
+                f"{ev} {total[ev]:.2f}" for ev in events[1:]) + "\n")
+            print("| function | Ir | D1mr | D1mw | DLmr | DLmw |")
+            print("| --- | ---: | ---: | ---: | ---: | ---: |")
+            key = lambda kv: -(kv[1]["D1mr"] + kv[1]["D1mw"])
+        else:
+            print("| function | instructions per round trip |")
+            print("| --- | ---: |")
+            key = lambda kv: -kv[1]["Ir"]
+        for k, v in sorted(diff.items(), key=key)[:a.top]:
+            print(f"| `{k}` | " + " | ".join(f"{v[ev]:.1f}" if ev == "Ir"
+                                             else f"{v[ev]:.2f}"
+                                             for ev in events) + " |")
         sys.stdout.flush()
 
 

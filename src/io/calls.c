@@ -141,10 +141,10 @@ static long ready_then(struct io_node *n, short events,
  * answer at once), and readiness-first would wait for data it does not
  * want. Not so a write: a zero-length datagram or a write to a connecting
  * stream may wait, as readiness-first does. */
-static bool reads_nothing(const struct io_node *n) {
+static bool reads_nothing(const struct io_node *n, bool vec) {
   if (n->dir)
     return false;
-  if (!is_vec(n))
+  if (!vec)
     return n->len == 0;
   if (n->iovcnt <= 0 || n->iovcnt > IOV_MAX)
     return true; /* the kernel's own EINVAL, at once */
@@ -154,12 +154,14 @@ static bool reads_nothing(const struct io_node *n) {
   return true;
 }
 
-static long rw(struct io_node *n) {
-  if (n->how == IO_HOW_PLAIN || reads_nothing(n))
+/* The attempt of read/write/readv/writev; vec: which pair (each attempt
+ * knows, so the hot path compares no function pointers). */
+static __attribute__((noinline)) long rw(struct io_node *n, bool vec) {
+  if (unlikely(n->how == IO_HOW_PLAIN) || unlikely(reads_nothing(n, vec)))
     return plain_rw(n);
   struct io_fd *e = n->e;
   uint8_t how = atomic_load_explicit(&e->how[n->dir], memory_order_relaxed);
-  if (e->socket && !is_vec(n) && how != IO_HOW_READY) {
+  if (e->socket && !vec && how != IO_HOW_READY) {
     /* A socket's read or write is its recv or send without flags; with
      * MSG_DONTWAIT it goes straight to the socket, without the vfs path
      * and the iovec preadv2/pwritev2 copy in (ping-pong: about 10% of the
@@ -175,11 +177,11 @@ static long rw(struct io_node *n) {
   }
   if (how != IO_HOW_READY) {
     struct iovec one = {n->buf, n->len};
-    const struct iovec *iov = is_vec(n) ? n->iov : &one;
-    int cnt = is_vec(n) ? n->iovcnt : 1;
+    const struct iovec *iov = vec ? n->iov : &one;
+    int cnt = vec ? n->iovcnt : 1;
     long r = n->dir ? sys_pwritev2(n->fd, iov, cnt, -1, RWF_NOWAIT)
                     : sys_preadv2(n->fd, iov, cnt, -1, RWF_NOWAIT);
-    if ((r != -EOPNOTSUPP && r != -ENOSYS) || n->by_poller) {
+    if ((r != -EOPNOTSUPP && r != -ENOSYS) || io_in_poller) {
       if (how != IO_HOW_NOWAIT_OK)
         atomic_store_explicit(&e->how[n->dir], IO_HOW_NOWAIT_OK,
                               memory_order_relaxed);
@@ -196,17 +198,34 @@ static long rw(struct io_node *n) {
   return ready_then(n, n->dir ? POLLOUT : POLLIN, ready_call_rw);
 }
 
+/* read and write of a socket already seen to take MSG_DONTWAIT (every
+ * call after its first): rw's socket case, without its frame. */
+static inline __attribute__((always_inline)) bool
+socket_known(const struct io_node *n) {
+  struct io_fd *e = n->e;
+  return n->how != IO_HOW_PLAIN && e->socket && n->len &&
+         atomic_load_explicit(&e->how[n->dir], memory_order_relaxed) ==
+             IO_HOW_NOWAIT_OK;
+}
 long io_attempt_read(struct io_node *n) {
-  return rw(n);
+  if (likely(socket_known(n))) {
+    n->how = IO_HOW_NOWAIT_OK;
+    return sys_recvfrom(n->fd, n->buf, n->len, MSG_DONTWAIT, NULL, NULL);
+  }
+  return rw(n, false);
 }
 long io_attempt_write(struct io_node *n) {
-  return rw(n);
+  if (likely(socket_known(n))) {
+    n->how = IO_HOW_NOWAIT_OK;
+    return sys_sendto(n->fd, n->buf, n->len, MSG_DONTWAIT, NULL, 0);
+  }
+  return rw(n, false);
 }
 long io_attempt_readv(struct io_node *n) {
-  return rw(n);
+  return rw(n, true);
 }
 long io_attempt_writev(struct io_node *n) {
-  return rw(n);
+  return rw(n, true);
 }
 long io_attempt_recvfrom(struct io_node *n) {
   int dontwait = n->how == IO_HOW_PLAIN ? 0 : MSG_DONTWAIT;
@@ -265,7 +284,8 @@ long io_attempt_fdatasync(struct io_node *n) {
  * return what it has; keep waiting for the rest as a blocking recv would
  * (a signal cannot interrupt a parked thread, so only EOF, an error or a
  * timeout ends it early, with what arrived so far). */
-static long recv_waitall(struct io_fd *e, struct io_node *n) {
+static __attribute__((noinline)) long recv_waitall(struct io_fd *e,
+                                                   struct io_node *n) {
   char *buf = n->buf;
   size_t len = n->len, got = 0;
   while (got < len) {
@@ -285,7 +305,8 @@ static long recv_waitall(struct io_fd *e, struct io_node *n) {
  * call would have, unless the program asked for non-blocking or a timeout
  * or error ends it (then what was written is the result). sendmsg is not
  * continued: its ancillary data must not be sent twice. */
-static long write_rest(struct io_fd *e, struct io_node *n, long r) {
+static __attribute__((noinline)) long write_rest(struct io_fd *e,
+                                                 struct io_node *n, long r) {
   size_t total = 0;
   if (is_vec(n)) {
     for (int i = 0; i < n->iovcnt; i++)
@@ -333,32 +354,47 @@ static long write_rest(struct io_fd *e, struct io_node *n, long r) {
   return (long)done;
 }
 
-long io_do(int fd, struct io_node *n, bool adopt) {
-  struct io_fd *e = io_fd_get(fd, adopt);
-  if (!e)
-    return -errno;
+/* A blocking write of the write family on an FD_POLLABLE descriptor: all
+ * of it (write_rest) unless the first call took it all, the usual case. */
+static __attribute__((noinline)) long pollable_write(struct io_fd *e,
+                                                     struct io_node *n) {
+  if (n->attempt != io_attempt_write && n->attempt != io_attempt_writev &&
+      n->attempt != io_attempt_sendto)
+    return io_call(e, n, 0); /* sendmsg: never continued */
+  long r = io_call(e, n, 0);
+  if (likely(r >= 0 && (size_t)r == n->len) && n->attempt != io_attempt_writev)
+    return r; /* all of it: nothing for write_rest */
+  return write_rest(e, n, r);
+}
+
+static inline __attribute__((always_inline)) long do_on(struct io_fd *e, int fd,
+                                                        struct io_node *n) {
   n->fd = fd;
   n->e = e;
   enum io_kind kind = atomic_load_explicit(&e->kind, memory_order_relaxed);
-  if (n->file_only && kind != FD_FILE)
-    kind = FD_PASS;
-  switch (kind) {
-  case FD_POLLABLE:
+  if (likely(kind == FD_POLLABLE && !n->file_only)) {
     n->how = IO_HOW_NOWAIT; /* the attempt picks e->how */
+    if (n->dir)
+      return pollable_write(e, n);
     if (unlikely((n->flags & MSG_WAITALL) && n->attempt == io_attempt_recvfrom))
       return recv_waitall(e, n);
-    if (n->dir &&
-        (n->attempt == io_attempt_write || n->attempt == io_attempt_writev ||
-         n->attempt == io_attempt_sendto))
-      return write_rest(e, n, io_call(e, n, 0));
     return io_call(e, n, 0);
-  case FD_FILE:
-    n->how = IO_HOW_PLAIN;
-    return io_offload(n);
-  default:
-    n->how = IO_HOW_PLAIN;
-    return n->attempt(n);
   }
+  n->how = IO_HOW_PLAIN; /* a file_only call on a stream: the plain call */
+  return kind == FD_FILE ? io_offload(n) : n->attempt(n);
+}
+
+static __attribute__((noinline)) long do_first(int fd, struct io_node *n,
+                                               bool adopt) {
+  struct io_fd *e = io_fd_get_slow(fd, adopt);
+  return e ? do_on(e, fd, n) : -errno;
+}
+
+/* Inline and without a frame for a descriptor seen before (do_first: the
+ * first call, which classifies it). */
+long io_do(int fd, struct io_node *n, bool adopt) {
+  struct io_fd *e = io_fd_known(fd);
+  return likely(e) ? do_on(e, fd, n) : do_first(fd, n, adopt);
 }
 
 long io_do_at(int fd, struct io_node *n, off_t offset, bool adopt) {
@@ -581,7 +617,7 @@ int io_connect_impl(int fd, const struct sockaddr *a, socklen_t al,
 /* ---- the native API ---- */
 
 #define NODE(...)                                                              \
-  struct io_node n;                                                            \
+  _Alignas(64) struct io_node n;                                               \
   memset(&n, 0, sizeof n);                                                     \
   __VA_ARGS__
 
@@ -590,7 +626,36 @@ ssize_t swarm_read(int fd, void *buf, size_t count) {
   return io_fail(io_do(fd, &n, true));
 }
 
+/* swarm_write on a socket already seen to take MSG_DONTWAIT: io_do's
+ * steps without the node until one is needed. The same system calls: the
+ * counter is read before the attempt (io_call's), a complete write or an
+ * error is the result, EAGAIN goes on to io_call's wait with that counter,
+ * a short write to write_rest. */
+static __attribute__((noinline)) long
+write_known(struct io_fd *e, int fd, const void *buf, size_t count) {
+  uint32_t seq = atomic_load(&e->wseq);
+  long r = sys_sendto(fd, buf, count, MSG_DONTWAIT, NULL, 0);
+  if (likely(r == (long)count) || (r < 0 && r != -EAGAIN))
+    return r;
+  NODE(n.attempt = io_attempt_write; n.buf = (void *)buf; n.len = count;
+       n.dir = 1; n.fd = fd; n.e = e; n.how = IO_HOW_NOWAIT_OK;)
+  if (r == -EAGAIN) {
+    n.seq = seq;
+    r = io_call_after_eagain(e, &n);
+    if (r >= 0 && (size_t)r == count)
+      return r;
+  }
+  return write_rest(e, &n, r);
+}
+
 ssize_t swarm_write(int fd, const void *buf, size_t count) {
+  struct io_fd *e = io_fd_known(fd);
+  if (likely(e) && count &&
+      atomic_load_explicit(&e->kind, memory_order_relaxed) == FD_POLLABLE &&
+      e->socket &&
+      atomic_load_explicit(&e->how[1], memory_order_relaxed) ==
+          IO_HOW_NOWAIT_OK)
+    return io_fail(write_known(e, fd, buf, count));
   NODE(n.attempt = io_attempt_write; n.buf = (void *)buf; n.len = count;
        n.dir = 1;)
   return io_fail(io_do(fd, &n, true));

@@ -60,32 +60,41 @@ enum io_how {
 
 struct io_node;
 
+/* One line (64 bytes, aligned): what a round trip reads and writes (the
+ * lookup's kind, the attempt's how and socket, the counters, the drained
+ * hint, the cached flags, the wait lists) is one cache line per
+ * descriptor; at 96 bytes it was two (docs/io.md, "Cache footprint").
+ * Each wait list is doubly linked through its nodes, the head's prev
+ * naming the tail (poller.c's node_link): no tail pointers. The socket
+ * timeouts, read only when the cached flags say one is set, are apart
+ * (io_fd_timeo). */
 struct io_fd {
-  struct spinlock lock;   /* LOCK_IO_FD */
+  _Alignas(64) struct spinlock lock; /* LOCK_IO_FD */
   _Atomic uint32_t gen;   /* bumped by close: stale epoll events are dropped */
   _Atomic uint8_t kind;   /* enum io_kind; set under lock, read without */
   _Atomic uint8_t how[2]; /* enum io_how of read/readv, write/writev */
   bool registered;        /* in io_workers[owner]'s epoll */
   bool socket;
-  bool fifo;   /* pipe or FIFO: READY writes go PIPE_BUF at a time */
-  bool stream; /* a byte stream (SOCK_STREAM socket, pipe, FIFO): a short
-                * read drained it (io_call's drained hint) */
-  _Atomic uint8_t busy[2]; /* IO_HOW_READY: a check-then-call in progress */
-  int16_t owner;
+  bool fifo;          /* pipe or FIFO: READY writes go PIPE_BUF at a time */
+  bool stream;        /* a byte stream (SOCK_STREAM socket, pipe, FIFO): a short
+                       * read drained it (io_call's drained hint) */
+  _Atomic bool ended; /* a poller saw hang-up or error: no drained
+                       * hint */
   _Atomic uint32_t rseq, wseq; /* readiness edges seen, per direction */
   _Atomic uint32_t drained;    /* rseq + 1 when a read came back short with
                                 * rseq at that value; 0: nothing known */
-  _Atomic bool ended;      /* a poller saw hang-up or error: no drained hint */
-  _Atomic bool ring_short; /* ringread.c: the last read came back short */
+  _Atomic bool ring_short;     /* ringread.c: the last read came back short */
+  _Atomic uint8_t busy[2];     /* IO_HOW_READY: a check-then-call in progress */
   /* What the kernel said of the open file's O_NONBLOCK and the socket's
    * SO_RCVTIMEO / SO_SNDTIMEO, cached while io_fd_opts_watch() is in
    * force (the drop-in sees every call that changes them): the global
    * epoch it was read at (low 32 bits) and IO_OPTS_* bits; 0: unknown.
-   * timeo[d]: the timeout in ns when IO_OPTS_TIMEO(d) is set. */
+   * io_fd_timeo(fd)[d]: the timeout in ns when IO_OPTS_TIMEO(d) is set. */
   _Atomic uint64_t opts;
-  _Atomic int64_t timeo[2];
-  struct io_node *head[2], *tail[2]; /* [0] readers, [1] writers */
+  struct io_node *head[2]; /* [0] readers, [1] writers */
+  int16_t owner;
 };
+_Static_assert(sizeof(struct io_fd) == 64, "struct io_fd: one cache line");
 
 struct io_wait {
   _Atomic int fired;     /* 1 while disarmed or once claimed */
@@ -114,28 +123,38 @@ static inline long io_wait_failure(struct io_wait *wt, uint64_t deadline) {
   return 0;
 }
 
+/* The first line (64 bytes) holds what a poller touches when it performs
+ * the call: edge_walk's walk, the attempt's arguments, the unlink, the
+ * claimed list (ready_next shares prev: a node on it is unlinked); the
+ * rest is read by the thread itself, around its park. The native and
+ * drop-in calls' nodes (NODE) are line-aligned on the stack, so a poller
+ * misses one line of a parked node, not three (docs/io.md). */
 struct io_node {
-  struct io_node *next, *prev;
-  struct io_node *ready_next; /* a poller's list of claimed nodes */
+  struct io_node *next;
+  union {
+    struct io_node *prev;       /* linked */
+    struct io_node *ready_next; /* unlinked: a poller's list of claimed nodes */
+  };
   struct io_wait *wait;
   struct io_fd *e;
+  /* the call to perform (NULL: a pure readiness wait) and its arguments */
+  long (*attempt)(struct io_node *);
+  void *buf;
+  size_t len;
   int fd;
-  int dir;            /* 0 read, 1 write */
-  bool linked;        /* in e's list (under e->lock) */
-  uint8_t how;        /* enum io_how the attempt used (IO_HOW_READY: never
-                       * performed by a poller; its thread is woken instead) */
-  bool by_poller;     /* the attempt runs in a poller, under e->lock */
+  uint8_t dir; /* 0 read, 1 write */
+  uint8_t how; /* enum io_how the attempt used (IO_HOW_READY: never
+                * performed by a poller; its thread is woken instead) */
+  bool linked; /* in e's list (under e->lock) */
+  bool ring;   /* ringread.c: the recv goes (or went) to ring_iw */
+  /* ---- */
+  uint32_t seq;       /* e's sequence counter when the attempt said EAGAIN */
   bool interruptible; /* the drop-in's cancellation may end the wait:
                        * io_call then returns -ECANCELED */
   bool file_only;     /* pread/pwrite/fsync families: offloaded on a file,
                        * otherwise the plain call (a stream answers ESPIPE
                        * or EINVAL at once: nothing to wait for) */
   off_t offset;       /* the positional calls' file offset (>= 0) */
-  uint32_t seq;       /* e's sequence counter when the attempt said EAGAIN */
-  /* the call to perform (NULL: a pure readiness wait) and its arguments */
-  long (*attempt)(struct io_node *);
-  void *buf;
-  size_t len;
   int flags;
   const struct iovec *iov;
   int iovcnt;
@@ -145,12 +164,16 @@ struct io_node {
   const struct sockaddr *caddr;
   socklen_t caddrlen;
   /* a read performed by the ring (ringread.c): seq then holds e's gen */
-  bool ring;              /* the recv goes (or went) to ring_iw */
   bool ring_first;        /* the stream was drained: the kernel polls first */
   _Atomic int ring_state; /* enum in ringread.c */
   long ring_res;          /* the recv's result, once ring_state says done */
   struct io_worker *ring_iw;
 };
+_Static_assert(__builtin_offsetof(struct io_node, seq) == 64,
+               "struct io_node: a poller's fields fill the first line");
+/* The attempt runs in a poller, under e->lock (edge_walk): it must not
+ * block (rw). Per kernel thread: a poller runs the attempts itself. */
+extern __thread bool io_in_poller __attribute__((tls_model("initial-exec")));
 
 /* errno of the running kernel thread, safe across a switch */
 static inline long io_fail(long r) {
@@ -162,14 +185,64 @@ static inline long io_fail(long r) {
 }
 
 /* ---- the descriptor table (poller.c) ---- */
+/* Chunks of entries, each made on first use of one of its numbers and
+ * never freed (written only by poller.c). */
+#define IO_FD_CHUNK_SHIFT 12
+#define IO_FD_CHUNK ((uint32_t)1 << IO_FD_CHUNK_SHIFT)
+#define IO_FD_MAX_CHUNKS 1024 /* 4M descriptors */
+/* A chunk is IO_FD_CHUNK entries followed by as many of these, the parts
+ * of an entry no round trip touches. */
+struct io_fd_cold {
+  _Atomic int64_t timeo[2]; /* see io_fd.opts (written by io/opts.c) */
+};
+extern _Atomic(struct io_fd *) io_fd_chunks[IO_FD_MAX_CHUNKS];
+struct io_fd *io_fd_chunk_make(uint32_t c); /* (fdtable.c) */
+struct io_fd *io_fd_get_slow(int fd, bool adopt);
 /* The entry for fd (NULL only for fd < 0 or out of memory). */
-struct io_fd *io_fd_entry(int fd);
+static inline struct io_fd *io_fd_entry(int fd) {
+  if (unlikely((uint32_t)fd >= IO_FD_CHUNK * IO_FD_MAX_CHUNKS))
+    return NULL; /* negative too */
+  uint32_t c = (uint32_t)fd >> IO_FD_CHUNK_SHIFT;
+  struct io_fd *chunk =
+      atomic_load_explicit(&io_fd_chunks[c], memory_order_acquire);
+  if (unlikely(!chunk) && !(chunk = io_fd_chunk_make(c)))
+    return NULL;
+  return &chunk[(uint32_t)fd & (IO_FD_CHUNK - 1)];
+}
 /* The entry, its kind decided (fstat) on first use: sockets, pipes, FIFOs
  * and anonymous inodes (eventfd, timerfd, ...) are waited for in epoll;
  * character devices (terminals) too if adopt (the native API), otherwise
  * left alone (the drop-in: a blocking read on a terminal must still stop a
- * background job with SIGTTIN). NULL with errno on a bad descriptor. */
-struct io_fd *io_fd_get(int fd, bool adopt);
+ * background job with SIGTTIN). NULL with errno on a bad descriptor.
+ * Inline: an entry already made and classified (every call but the
+ * first) is two loads (io_fd_known, NULL otherwise); the rest is
+ * io_fd_get_slow. */
+/* The cold part of fd's entry (which exists: the caller holds it). */
+static inline struct io_fd_cold *io_fd_cold_of(int fd) {
+  struct io_fd *chunk = atomic_load_explicit(
+      &io_fd_chunks[(uint32_t)fd >> IO_FD_CHUNK_SHIFT], memory_order_acquire);
+  return (struct io_fd_cold *)(chunk + IO_FD_CHUNK) +
+         ((uint32_t)fd & (IO_FD_CHUNK - 1));
+}
+static inline _Atomic int64_t *io_fd_timeo(int fd) {
+  return io_fd_cold_of(fd)->timeo;
+}
+static inline struct io_fd *io_fd_known(int fd) {
+  if (likely((uint32_t)fd < IO_FD_CHUNK * IO_FD_MAX_CHUNKS)) {
+    struct io_fd *chunk = atomic_load_explicit(
+        &io_fd_chunks[(uint32_t)fd >> IO_FD_CHUNK_SHIFT], memory_order_acquire);
+    if (likely(chunk)) {
+      struct io_fd *e = &chunk[(uint32_t)fd & (IO_FD_CHUNK - 1)];
+      if (likely(atomic_load_explicit(&e->kind, memory_order_acquire)))
+        return e;
+    }
+  }
+  return NULL; /* not yet: io_fd_get_slow */
+}
+static inline struct io_fd *io_fd_get(int fd, bool adopt) {
+  struct io_fd *e = io_fd_known(fd);
+  return likely(e) ? e : io_fd_get_slow(fd, adopt);
+}
 /* Forgets what the entry of a descriptor number just created by an
  * intercepted or native call knew (a stale entry, if its old file was
  * closed behind swarm's back), and classifies it afresh. */
@@ -213,7 +286,7 @@ static inline int64_t io_fd_timeout(struct io_fd *e, int fd, int dir) {
   if (!w)
     return io_fd_timeout_ask(e, fd, dir);
   return w & IO_OPTS_TIMEO(dir)
-             ? atomic_load_explicit(&e->timeo[dir], memory_order_relaxed)
+             ? atomic_load_explicit(&io_fd_timeo(fd)[dir], memory_order_relaxed)
              : -1;
 }
 /* From now on every change of O_NONBLOCK and of the socket timeouts this
@@ -240,6 +313,9 @@ long io_fd_close(int fd); /* io_fd_forget_with the close system call */
  * n->interruptible and sync_interrupt ended the wait, -ECANCELED (a call
  * the poller completed first returns its result: nothing is lost). */
 long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns);
+/* io_call (no timeout given, not a ring read) after its first attempt was
+ * made by the caller and said EAGAIN, n->seq read before it. */
+long io_call_after_eagain(struct io_fd *e, struct io_node *n);
 /* Parks until one of nodes[0..count) (pure waits, fd/dir/e set) sees an
  * edge, or the deadline (CLOCK_MONOTONIC, 0 = none) passes. Returns 1
  * (readiness or closed), 0 on timeout, -1 when nodes[0].interruptible and
@@ -260,9 +336,18 @@ struct io_worker *io_ring_here(void);
 
 /* ---- reads performed by the ring (ringread.c) ---- */
 #define IO_RING_RETRY (-(long)0x7fffffff) /* io_ring_read: try again */
+/* Set (once, for good) when the back end chosen performs reads in the
+ * ring (->recv): until then no read asks io_ring_eligible (with epoll, a
+ * read's ring check costs this one load). */
+extern _Atomic bool io_ring_reads;
 /* Whether n (a plain read or recv of a stream socket) may be performed by
  * the ring of the running worker; sets n->ring_iw. */
 bool io_ring_eligible(struct io_fd *e, struct io_node *n);
+static inline bool io_ring_wanted(struct io_fd *e, struct io_node *n) {
+  return n->dir == 0 &&
+         unlikely(atomic_load_explicit(&io_ring_reads, memory_order_relaxed)) &&
+         io_ring_eligible(e, n);
+}
 /* Parks the thread on an IORING_OP_RECV into its buffer, queued in the
  * park's commit (io_ring_submit) if e's generation is still gen; returns
  * its result (data is never dropped, even on timeout, close or

@@ -73,7 +73,7 @@ static uint64_t opts_fill(struct io_fd *e, int fd) {
     w |= IO_OPTS_NONBLOCK;
   for (int d = 0; d < 2 && e->socket; d++) {
     int64_t t = sockopt_timeout(fd, d);
-    atomic_store_explicit(&e->timeo[d], t, memory_order_relaxed);
+    atomic_store_explicit(&io_fd_timeo(fd)[d], t, memory_order_relaxed);
     if (t > 0)
       w |= IO_OPTS_TIMEO(d);
   }
@@ -94,6 +94,6 @@ int64_t io_fd_timeout_ask(struct io_fd *e, int fd, int dir) {
   if (!atomic_load_explicit(&io_opts.watched, memory_order_relaxed))
     return sockopt_timeout(fd, dir);
   return opts_fill(e, fd) & IO_OPTS_TIMEO(dir)
-             ? atomic_load_explicit(&e->timeo[dir], memory_order_relaxed)
+             ? atomic_load_explicit(&io_fd_timeo(fd)[dir], memory_order_relaxed)
              : -1;
 }

@@ -1,7 +1,8 @@
 /*
- * io/poller.c — blocking I/O on swarm threads: the descriptor table, the
- * per-worker epolls, parking a thread on a descriptor, and the pollers that
- * perform the parked calls (MassiveThreads' I/O design, made lossless).
+ * io/poller.c — blocking I/O on swarm threads: the descriptor table's
+ * entries (made and classified by io/fdtable.c), the per-worker epolls,
+ * parking a thread on a descriptor, and the pollers that perform the
+ * parked calls (MassiveThreads' I/O design, made lossless).
  *
  * Design:
  *  - A call first simply tries, without blocking (the fast path: one
@@ -82,16 +83,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/stat.h>
 
 #include "io/backend.h"
 #include "io/io.h"
 #include "sync/sync.h"
 
-#define CHUNK_SHIFT 12
-#define CHUNK ((uint32_t)1 << CHUNK_SHIFT)
-#define MAX_CHUNKS 1024 /* 4M descriptors */
+#define MAX_CHUNKS IO_FD_MAX_CHUNKS
 enum { ARMED = 0, CLAIMED = 1, DISARMED = 2, MISSED = 3 };
+
+__thread bool io_in_poller __attribute__((tls_model("initial-exec")));
 
 /* An idle worker spins (core's sched_loop) before it sleeps in epoll_wait,
  * calling hook_poll each round. Polling every round made a ping-pong round
@@ -111,7 +111,6 @@ enum { ARMED = 0, CLAIMED = 1, DISARMED = 2, MISSED = 3 };
 #define POLL_BATCH 8
 
 static struct {
-  _Atomic(struct io_fd *) chunks[MAX_CHUNKS];
   struct io_worker workers[SWARM_MAX_WORKERS];
   struct spinlock create_lock; /* LOCK_IO_EPOLL */
   _Atomic int nwaiting;        /* threads parked in io_call / io_wait_many */
@@ -132,99 +131,10 @@ void io_waiting_add(int delta) {
   atomic_fetch_add(&io.nwaiting, delta);
 }
 
-/* ---- the table ---- */
-
-/* A chunk of entries, made on first use of one of its numbers. */
-static __attribute__((noinline)) struct io_fd *chunk_make(uint32_t c) {
-  struct io_fd *chunk = NULL;
-  struct io_fd *fresh = calloc(CHUNK, sizeof *fresh);
-  if (!fresh)
-    return NULL;
-  for (uint32_t i = 0; i < CHUNK; i++)
-    spin_init(&fresh[i].lock, LOCK_IO_FD);
-  if (atomic_compare_exchange_strong(&io.chunks[c], &chunk, fresh))
-    return fresh;
-  free(fresh); /* another thread's chunk won */
-  return chunk;
-}
-
-static inline struct io_fd *entry_of(int fd) {
-  if (unlikely(fd < 0 || (uint32_t)fd >= CHUNK * MAX_CHUNKS))
-    return NULL;
-  uint32_t c = (uint32_t)fd >> CHUNK_SHIFT;
-  struct io_fd *chunk =
-      atomic_load_explicit(&io.chunks[c], memory_order_acquire);
-  if (unlikely(!chunk) && !(chunk = chunk_make(c)))
-    return NULL;
-  return &chunk[(uint32_t)fd & (CHUNK - 1)];
-}
-
-struct io_fd *io_fd_entry(int fd) {
-  return entry_of(fd);
-}
-
-/* Decides e's kind (under its lock). Reads only: the file's flags are
- * the program's and stay as they are. */
-static void classify(struct io_fd *e, int fd, bool adopt, int *err) {
-  atomic_store(&e->opts, 0); /* a new file: nothing known of its flags */
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    *err = errno;
-    return;
-  }
-  unsigned type = st.st_mode & S_IFMT;
-  if (type == S_IFREG || type == S_IFBLK) {
-    atomic_store(&e->kind, FD_FILE);
-    return;
-  }
-  /* anonymous inodes (eventfd, timerfd, epoll, signalfd) have no type */
-  bool pollable = type == S_IFSOCK || type == S_IFIFO || type == 0 ||
-                  (type == S_IFCHR && adopt);
-  if (!pollable) {
-    atomic_store(&e->kind, FD_PASS);
-    return;
-  }
-  e->socket = type == S_IFSOCK;
-  e->fifo = type == S_IFIFO;
-  atomic_store(&e->ended, false);
-  int so_type = 0;
-  socklen_t len = sizeof so_type;
-  e->stream =
-      e->fifo ||
-      (e->socket && getsockopt(fd, SOL_SOCKET, SO_TYPE, &so_type, &len) == 0 &&
-       so_type == SOCK_STREAM);
-  atomic_store(&e->drained, 0);
-  /* until the kernel says otherwise, per direction (eventfd reads have
-   * RWF_NOWAIT, its writes not) */
-  atomic_store(&e->how[0], IO_HOW_NOWAIT);
-  atomic_store(&e->how[1], IO_HOW_NOWAIT);
-  atomic_store(&e->busy[0], 0);
-  atomic_store(&e->busy[1], 0);
-  atomic_store(&e->kind, FD_POLLABLE);
-}
-
-struct io_fd *io_fd_get(int fd, bool adopt) {
-  struct io_fd *e = entry_of(fd);
-  if (!e) {
-    errno = fd < 0 ? EBADF : ENOMEM;
-    return NULL;
-  }
-  if (likely(atomic_load_explicit(&e->kind, memory_order_acquire)))
-    return e;
-  int err = 0;
-  spin_lock(&e->lock);
-  if (!atomic_load(&e->kind))
-    classify(e, fd, adopt, &err);
-  spin_unlock(&e->lock);
-  if (err) {
-    errno = err;
-    return NULL;
-  }
-  return e;
-}
+/* ---- the table (io/fdtable.c; lookups inline in io.h) ---- */
 
 void io_fd_created(int fd) {
-  struct io_fd *e = entry_of(fd);
+  struct io_fd *e = io_fd_entry(fd);
   if (!e)
     return;
   spin_lock(&e->lock);
@@ -241,28 +151,39 @@ void io_fd_created(int fd) {
 
 /* ---- wait lists (under e->lock) ---- */
 
+/* A list is doubly linked through its nodes; the head's prev names the
+ * tail (so the entry keeps only heads: struct io_fd is one line), and the
+ * tail's next is NULL. */
 static void node_link(struct io_fd *e, struct io_node *n) {
   int d = n->dir;
+  struct io_node *head = e->head[d];
   n->next = NULL;
-  n->prev = e->tail[d];
-  if (e->tail[d])
-    e->tail[d]->next = n;
-  else
+  if (head) {
+    struct io_node *tail = head->prev;
+    tail->next = n;
+    n->prev = tail;
+    head->prev = n;
+  } else {
+    n->prev = n;
     e->head[d] = n;
-  e->tail[d] = n;
+  }
   n->linked = true;
 }
 
 static void node_unlink(struct io_fd *e, struct io_node *n) {
   int d = n->dir;
-  if (n->prev)
-    n->prev->next = n->next;
-  else
+  struct io_node *head = e->head[d];
+  if (n == head) {
     e->head[d] = n->next;
-  if (n->next)
-    n->next->prev = n->prev;
-  else
-    e->tail[d] = n->prev;
+    if (n->next)
+      n->next->prev = n->prev; /* the tail */
+  } else {
+    n->prev->next = n->next;
+    if (n->next)
+      n->next->prev = n->prev;
+    else
+      head->prev = n->prev; /* n was the tail */
+  }
   n->next = n->prev = NULL;
   n->linked = false;
 }
@@ -292,8 +213,6 @@ static _Atomic uint32_t *dir_seq(struct io_fd *e, int dir) {
   return dir ? &e->wseq : &e->rseq;
 }
 
-/* An edge for direction d of e (locked): bump the counter, perform the
- * waiters' calls in order; claimed nodes are prepended to *done. */
 /* The drained hint: readiness first after a short read.
  *
  * A thread-per-connection server reads right after it answered, before the
@@ -314,7 +233,8 @@ static _Atomic uint32_t *dir_seq(struct io_fd *e, int dir) {
  * raises no edge after it, yet the next read would return 0 at once
  * (dropin_nonblock_child hung here). Not before the descriptor is in an
  * epoll: its edges are counted only from then on. */
-static bool drained_eligible(struct io_fd *e, const struct io_node *n) {
+static inline __attribute__((always_inline)) bool
+drained_eligible(struct io_fd *e, const struct io_node *n) {
   if (n->dir != 0 || !e->stream || n->len == 0 || !e->registered ||
       atomic_load(&e->ended))
     return false;
@@ -324,15 +244,14 @@ static bool drained_eligible(struct io_fd *e, const struct io_node *n) {
   return n->attempt == io_attempt_recvfrom && n->flags == 0 && !n->addr;
 }
 
-static void drained_note(struct io_fd *e, const struct io_node *n, long r,
-                         uint32_t seq) {
+static inline __attribute__((always_inline)) void
+drained_note(struct io_fd *e, const struct io_node *n, long r, uint32_t seq) {
   if (r > 0 && (size_t)r < n->len && drained_eligible(e, n))
     atomic_store_explicit(&e->drained, seq + 1, memory_order_relaxed);
 }
 
-static void edge(struct io_fd *e, int d, uint32_t events,
-                 struct io_node **done) {
-  atomic_fetch_add(dir_seq(e, d), 1);
+static void edge_walk(struct io_fd *e, int d, uint32_t events,
+                      struct io_node **done) {
   struct io_node *n = e->head[d];
   bool kicked = false;
   while (n) {
@@ -351,9 +270,9 @@ static void edge(struct io_fd *e, int d, uint32_t events,
     if (kick) {
       kicked = true; /* not completed: io_call tries again */
     } else if (n->attempt) {
-      n->by_poller = true;
+      io_in_poller = true;
       long r = n->attempt(n);
-      n->by_poller = false;
+      io_in_poller = false;
       if (r == -EAGAIN) {
         atomic_store(&wt->fired, ARMED); /* unclaim */
         if (!atomic_load(&wt->timed_out) || !wait_claim(wt))
@@ -373,6 +292,17 @@ static void edge(struct io_fd *e, int d, uint32_t events,
     *done = n;
     n = next;
   }
+}
+
+/* An edge for direction d of e (locked): bump the counter, perform the
+ * waiters' calls in order; claimed nodes are prepended to *done. Inline:
+ * most edges find no waiter in one direction (an input edge reports
+ * EPOLLOUT too). */
+static inline __attribute__((always_inline)) void
+edge(struct io_fd *e, int d, uint32_t events, struct io_node **done) {
+  atomic_fetch_add(dir_seq(e, d), 1);
+  if (e->head[d])
+    edge_walk(e, d, events, done);
 }
 
 void io_fd_kick(struct io_fd *e, int d) {
@@ -412,7 +342,7 @@ static int ready_all(struct io_node *done) {
  * current (events of a closed descriptor are dropped). */
 int io_deliver(uint64_t token, uint32_t events) {
   int fd = (int)(uint32_t)token;
-  struct io_fd *e = entry_of(fd);
+  struct io_fd *e = io_fd_entry(fd);
   if (!e)
     return 0;
   struct io_node *done = NULL;
@@ -433,7 +363,7 @@ int io_deliver(uint64_t token, uint32_t events) {
 
 void io_rearm(uint64_t token) {
   int fd = (int)(uint32_t)token;
-  struct io_fd *e = entry_of(fd);
+  struct io_fd *e = io_fd_entry(fd);
   const struct io_backend *be = backend();
   if (!e || !be->rearm)
     return;
@@ -444,7 +374,7 @@ void io_rearm(uint64_t token) {
 }
 
 void io_unregistered(uint64_t token) {
-  struct io_fd *e = entry_of((int)(uint32_t)token);
+  struct io_fd *e = io_fd_entry((int)(uint32_t)token);
   if (!e)
     return;
   spin_lock(&e->lock);
@@ -499,8 +429,10 @@ static struct io_worker *worker_poller(int idx) {
   if (likely(atomic_load_explicit(&iw->ready, memory_order_acquire)))
     return iw;
   spin_lock(&io.create_lock);
-  if (!atomic_load(&io.be))
+  if (!atomic_load(&io.be)) {
     atomic_store(&io.be, choose_backend());
+    atomic_store(&io_ring_reads, backend()->recv != NULL);
+  }
   bool made = false;
   if (!atomic_load(&iw->ready) && backend()->open(iw) == 0) {
     atomic_store_explicit(&iw->ready, 1, memory_order_release);
@@ -565,7 +497,7 @@ static long op_close(int fd, void *arg) {
  * across op also keeps a new descriptor of the same number from being
  * classified before we are done. */
 long io_fd_forget_with(int fd, long (*op)(int, void *), void *arg) {
-  struct io_fd *e = entry_of(fd);
+  struct io_fd *e = io_fd_entry(fd);
   if (!e)
     return op(fd, arg);
   struct io_node *done = NULL;
@@ -639,6 +571,21 @@ static bool commit_wait(struct swarm_thread *self, void *arg) {
   return atomic_compare_exchange_strong(&wt->fired, &v, ARMED);
 }
 
+/* commit_wait for the common park: one node, not the ring's (io_call) —
+ * the same steps without the loop. */
+static bool commit_one(struct swarm_thread *self, void *arg) {
+  (void)self;
+  struct io_node *n = arg;
+  struct io_fd *e = n->e;
+  spin_lock(&e->lock);
+  bool linked = atomic_load(dir_seq(e, n->dir)) == n->seq;
+  if (linked)
+    node_link(e, n);
+  spin_unlock(&e->lock);
+  int v = DISARMED;
+  return linked && atomic_compare_exchange_strong(&n->wait->fired, &v, ARMED);
+}
+
 static void timer_fire(struct swarm_timer *t) {
   struct io_wait *wt = t->arg;
   struct swarm_thread *th = wt->thread;
@@ -659,9 +606,13 @@ static struct swarm_thread *interrupt_hook(void *arg) {
   return wait_claim(wt) ? wt->thread : NULL;
 }
 
-void io_park_on(struct io_node *nodes, int count, struct io_wait *wt,
-                uint64_t deadline) {
-  wt->thread = swarm_current_thread();
+/* io_park_on's body, inline in call_loop, where count is 1. */
+static inline __attribute__((always_inline)) void park_on(struct io_node *nodes,
+                                                          int count,
+                                                          struct io_wait *wt,
+                                                          uint64_t deadline) {
+  struct worker *w = worker_current();
+  wt->thread = w ? w->current : swarm_current_thread();
   atomic_init(&wt->fired, DISARMED);
   atomic_init(&wt->timed_out, 0);
   atomic_init(&wt->timer_done, 0);
@@ -682,8 +633,10 @@ void io_park_on(struct io_node *nodes, int count, struct io_wait *wt,
   if (deadline && swarm_timer_start(&wt->timer, deadline, timer_fire, wt) == 0)
     wt->has_timer = true;
   struct park_set p = {nodes, count};
+  bool one = count == 1 && !nodes[0].ring;
   atomic_fetch_add(&io.nwaiting, 1);
-  swarm_park(commit_wait, &p, SWARM_PARK_IO, NULL);
+  swarm_park(one ? commit_one : commit_wait, one ? (void *)nodes : &p,
+             SWARM_PARK_IO, NULL);
   atomic_fetch_sub(&io.nwaiting, 1);
   if (hooked)
     sync_interruptible_end(wt->thread);
@@ -701,28 +654,45 @@ void io_park_on(struct io_node *nodes, int count, struct io_wait *wt,
       os_cpu_relax(); /* its callback still reads wt */
 }
 
-long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns) {
+void io_park_on(struct io_node *nodes, int count, struct io_wait *wt,
+                uint64_t deadline) {
+  park_on(nodes, count, wt, deadline);
+}
+
+/* The first try of io_call, made inline (before_first: 0) or, when the
+ * caller's fast path made it already, given: 1, it said EAGAIN; 2, the
+ * drained hint skipped it (n->seq read before it either way). */
+static __attribute__((noinline)) long call_loop(struct io_fd *e,
+                                                struct io_node *n,
+                                                int64_t timeout_ns, bool ring,
+                                                int before_first) {
   uint64_t deadline = 0;
   bool timeout_known = timeout_ns != 0;
   if (timeout_ns > 0)
     deadline = os_now_ns_inline() + (uint64_t)timeout_ns;
-  n->e = e;
-  bool ring = io_ring_eligible(e, n); /* the ring performs the read */
   for (;;) {
-    uint32_t gen = atomic_load(&e->gen);
-    n->seq = atomic_load(dir_seq(e, n->dir));
-    bool skip =
-        ring ? atomic_load_explicit(&e->ring_short, memory_order_relaxed)
-             : n->seq + 1 == atomic_load_explicit(&e->drained,
-                                                  memory_order_relaxed) &&
-                   drained_eligible(e, n);
-    long r = skip ? -EAGAIN : n->attempt(n);
+    uint32_t gen = ring ? atomic_load(&e->gen) : 0;
+    bool skip;
+    long r;
+    if (before_first) {
+      skip = before_first == 2;
+      r = -EAGAIN;
+      before_first = 0;
+    } else {
+      n->seq = atomic_load(dir_seq(e, n->dir));
+      skip = ring ? atomic_load_explicit(&e->ring_short, memory_order_relaxed)
+                  : n->seq + 1 == atomic_load_explicit(&e->drained,
+                                                       memory_order_relaxed) &&
+                        drained_eligible(e, n);
+      r = skip ? -EAGAIN : n->attempt(n);
+    }
     if (r != -EAGAIN || (n->flags & MSG_DONTWAIT) || io_fd_nonblock(e, n->fd)) {
       if (skip) /* the program wants an answer now: ask the kernel */
         r = n->attempt(n);
       else
         drained_note(e, n, r, n->seq);
-      io_ring_note(e, n, r);
+      if (n->ring_iw)
+        io_ring_note(e, n, r);
       return r; /* the program asked for EAGAIN, by flag or by file */
     }
     if (!timeout_known) {
@@ -749,13 +719,39 @@ long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns) {
       return n->attempt(n);
     }
     struct io_wait wt;
-    io_park_on(n, 1, &wt, deadline);
+    park_on(n, 1, &wt, deadline);
     if (wt.completed)
       return wt.result;
     long failure = io_wait_failure(&wt, deadline);
     if (failure)
       return failure;
   }
+}
+
+long io_call_after_eagain(struct io_fd *e, struct io_node *n) {
+  n->e = e;
+  return call_loop(e, n, 0, false, 1);
+}
+
+/* The first try inline, with a small frame: a call that completes at once
+ * (most writes) never enters call_loop. Its steps are call_loop's first
+ * iteration for a call without timeout that the ring does not perform. */
+long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns) {
+  n->e = e;
+  bool ring = io_ring_wanted(e, n); /* the ring performs the read */
+  if (unlikely(timeout_ns != 0 || ring))
+    return call_loop(e, n, timeout_ns, ring, 0);
+  n->seq = atomic_load(dir_seq(e, n->dir));
+  if (n->seq + 1 == atomic_load_explicit(&e->drained, memory_order_relaxed) &&
+      drained_eligible(e, n))
+    return call_loop(e, n, 0, false, 2);
+  long r = n->attempt(n);
+  if (r == -EAGAIN)
+    return call_loop(e, n, 0, false, 1);
+  drained_note(e, n, r, n->seq);
+  if (n->ring_iw)
+    io_ring_note(e, n, r);
+  return r;
 }
 
 int io_wait_many(struct io_node *nodes, int count, uint64_t deadline) {
@@ -864,16 +860,16 @@ static void hook_after_fork(void) {
     atomic_store(&iw->in_sleep, 0);
   }
   for (int c = 0; c < MAX_CHUNKS; c++) {
-    struct io_fd *chunk = atomic_load(&io.chunks[c]);
+    struct io_fd *chunk = atomic_load(&io_fd_chunks[c]);
     if (!chunk)
       continue;
-    for (uint32_t i = 0; i < CHUNK; i++) {
+    for (uint32_t i = 0; i < IO_FD_CHUNK; i++) {
       struct io_fd *e = &chunk[i];
       spin_init(&e->lock, LOCK_IO_FD);
       atomic_store(&e->busy[0], 0); /* a holder did not come along */
       atomic_store(&e->busy[1], 0);
       e->registered = false;
-      e->head[0] = e->head[1] = e->tail[0] = e->tail[1] = NULL;
+      e->head[0] = e->head[1] = NULL;
     }
   }
   atomic_store(&io.nwaiting, 0);

@@ -45,6 +45,8 @@
 
 enum { RING_NONE, RING_FLIGHT, RING_WAITING, RING_DONE };
 
+_Atomic bool io_ring_reads;
+
 bool io_ring_eligible(struct io_fd *e, struct io_node *n) {
   if (n->dir != 0 || !e->socket || !e->stream || n->len == 0 ||
       n->len > INT_MAX || /* an SQE's length is 32 bits */

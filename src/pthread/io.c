@@ -70,7 +70,7 @@
 #include "swarm/io.h"
 
 #define NODE(...)                                                              \
-  struct io_node n;                                                            \
+  _Alignas(64) struct io_node n;                                               \
   memset(&n, 0, sizeof n);                                                     \
   __VA_ARGS__
 

@@ -127,14 +127,16 @@ void sync_thread_exit(struct swarm_thread *self) {
     if (!ran)
       break;
   }
-  /* An interrupter may still look at the record: it holds rec->lock while
-   * it does, and only while the thread is alive (the drop-in stops
-   * interrupting a thread once it exits), so freeing here is safe. */
-  __atomic_store_n(&self->slots[SLOT_SYNC], NULL, __ATOMIC_RELEASE);
-  spin_lock(&rec->lock);
-  spin_unlock(&rec->lock);
+  /* An interrupter may be in the record (sync_interrupt borrows it):
+   * wait for it to be done, and clear the slot, before freeing. */
+  sync_thread_record_drop(self);
   free(rec->values);
   free(rec);
+  /* Core clears a thread's slots after its exit work, but not the main
+   * flow's (core/spawn.c, main_thread_finish), whose descriptor may be
+   * handed out again: no mark left there. */
+  if (self->kind == THREAD_MAIN)
+    __atomic_store_n(&self->slots[SLOT_SYNC], NULL, __ATOMIC_RELEASE);
 }
 
 /* Core's thread-exit hook (core.h): registering it makes native threads

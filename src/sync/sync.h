@@ -216,6 +216,11 @@ struct sync_thread {
 /* The record of t, made if `create` (NULL if not made or no memory). */
 struct sync_thread *sync_thread_of(struct swarm_thread *t, bool create);
 
+/* Takes the record out of self's slot, once the interrupters in it have
+ * left, with no new one let in, and none let make a new one (wait.c); the
+ * caller then frees it (sync_thread_exit). */
+void sync_thread_record_drop(struct swarm_thread *self);
+
 /* Runs the calling thread's key destructors and frees its record. Called
  * on every thread exit: by core, through swarm_thread_exit_hook, and by the
  * drop-in for its threads (docs/sync.md). */

@@ -239,28 +239,133 @@ int sync_deadline(int clock, const struct timespec *abstime, uint64_t *out,
 
 /* ---- per-thread record ---- */
 
+/* slots[SLOT_SYNC] holds the record's address and, in its low bits (the
+ * record is 16-aligned), how many interrupters are in it (record_borrow)
+ * and whether its thread is freeing it. The record is freed by its own thread
+ * (sync_thread_exit): it sets RECORD_DROPPING, which lets no interrupter
+ * in, waits for those in it to leave, and leaves RECORD_DROPPING alone in
+ * the slot (core clears the slots after the exit hook): no interrupter
+ * makes a record for a thread past that point. So no interrupter ever
+ * touches a freed record. (Before, one could read the slot, the thread
+ * free the record, and the interrupter store into and lock freed memory,
+ * where malloc's free-list link read as a held lock: pthread_cancel spun
+ * for good, in dropin_wait_any and dropin_unwind once in a few hundred CI
+ * runs.) Only an interrupter that read "not exited" before all that and
+ * reaches the slot after core cleared it still makes a record, for a
+ * descriptor that no longer runs (as before; the drop-in's checks make
+ * that window small). */
+#define RECORD_BORROWS ((uintptr_t)7)
+#define RECORD_DROPPING ((uintptr_t)8)
+#define RECORD_BITS (RECORD_BORROWS | RECORD_DROPPING)
+
+static inline struct sync_thread *record_at(uintptr_t v) {
+  return (struct sync_thread *)(v & ~RECORD_BITS);
+}
+
+static inline uintptr_t slot_load(void **slot) {
+  return (uintptr_t)__atomic_load_n(slot, __ATOMIC_ACQUIRE);
+}
+
+static inline bool slot_cas(void **slot, uintptr_t *v, uintptr_t to) {
+  void *expected = (void *)*v;
+  bool ok = __atomic_compare_exchange_n(slot, &expected, (void *)to, true,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+  *v = (uintptr_t)expected;
+  return ok;
+}
+
+/* An interrupter is in the record for a few locked steps, but its kernel
+ * thread may be preempted: relax, then yield. */
+static void borrow_pause(unsigned *rounds) {
+  if (++*rounds < 64)
+    os_cpu_relax();
+  else
+    sys_sched_yield();
+}
+
+/* A fresh record in the slot if it still holds `from`; false otherwise
+ * (or without memory: *nomem). */
+static bool record_make(void **slot, uintptr_t from, bool *nomem) {
+  /* aligned past RECORD_BITS whatever the allocator's own alignment */
+  size_t size = (sizeof(struct sync_thread) + RECORD_BITS) & ~RECORD_BITS;
+  struct sync_thread *fresh = aligned_alloc(RECORD_BITS + 1, size);
+  *nomem = !fresh;
+  if (!fresh)
+    return false;
+  memset(fresh, 0, sizeof *fresh);
+  spin_init(&fresh->lock, LOCK_SYNC_RECORD);
+  if (slot_cas(slot, &from, (uintptr_t)fresh))
+    return true;
+  free(fresh);
+  return false;
+}
+
 struct sync_thread *sync_thread_of(struct swarm_thread *t, bool create) {
   void **slot = &t->slots[SLOT_SYNC];
-  struct sync_thread *rec = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-  if (rec || !create)
-    return rec;
-  struct sync_thread *fresh = calloc(1, sizeof *fresh);
-  if (!fresh)
-    return NULL;
-  spin_init(&fresh->lock, LOCK_SYNC_RECORD);
-  void *expected = NULL;
-  /* The owner and an interrupter may both create it: one wins. */
-  if (__atomic_compare_exchange_n(slot, &expected, fresh, false,
-                                  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-    return fresh;
-  free(fresh);
-  return expected;
+  uintptr_t v = slot_load(slot);
+  if (record_at(v) || !create)
+    return record_at(v);
+  /* 0, or RECORD_DROPPING: t itself wants one again after its exit work
+   * (only t creates from there). The owner and an interrupter may both
+   * create from 0: one wins. */
+  bool nomem;
+  while (!record_at(v) && !record_make(slot, v, &nomem)) {
+    if (nomem)
+      return NULL;
+    v = slot_load(slot);
+  }
+  return record_at(slot_load(slot));
+}
+
+/* Enters t's record (made if need be; t is not the caller), which stays
+ * alive until record_return. NULL and *gone: t is past its exit work;
+ * NULL alone: no memory. */
+static struct sync_thread *record_borrow(struct swarm_thread *t, bool *gone) {
+  void **slot = &t->slots[SLOT_SYNC];
+  uintptr_t v = slot_load(slot);
+  unsigned rounds = 0;
+  bool nomem;
+  *gone = false;
+  for (;;) {
+    if (v & RECORD_DROPPING) {
+      *gone = true;
+      return NULL;
+    } else if (!v) {
+      if (!record_make(slot, 0, &nomem) && nomem)
+        return NULL;
+      v = slot_load(slot);
+    } else if ((v & RECORD_BORROWS) == RECORD_BORROWS) { /* 7 at once */
+      borrow_pause(&rounds);
+      v = slot_load(slot);
+    } else if (slot_cas(slot, &v, v + 1)) {
+      return record_at(v);
+    }
+  }
+}
+
+static void record_return(struct swarm_thread *t) {
+  void **slot = &t->slots[SLOT_SYNC];
+  uintptr_t v = slot_load(slot);
+  while (!slot_cas(slot, &v, v - 1))
+    ;
+}
+
+void sync_thread_record_drop(struct swarm_thread *self) {
+  void **slot = &self->slots[SLOT_SYNC];
+  uintptr_t v = slot_load(slot);
+  while (!slot_cas(slot, &v, v | RECORD_DROPPING))
+    ;
+  unsigned rounds = 0;
+  while (slot_load(slot) & RECORD_BORROWS) /* interrupters still in it */
+    borrow_pause(&rounds);
+  __atomic_store_n(slot, (void *)RECORD_DROPPING, __ATOMIC_RELEASE);
 }
 
 int sync_interrupt(struct swarm_thread *t) {
-  struct sync_thread *rec = sync_thread_of(t, true);
+  bool gone;
+  struct sync_thread *rec = record_borrow(t, &gone);
   if (!rec)
-    return ENOMEM;
+    return gone ? 0 : ENOMEM; /* gone: it is exiting, nothing to end */
   atomic_store_explicit(&rec->interrupt, 1, memory_order_seq_cst);
   struct sync_waiter *list = NULL;
   struct swarm_thread *woken = NULL;
@@ -277,6 +382,7 @@ int sync_interrupt(struct swarm_thread *t) {
     woken = rec->blocked_hook(rec->blocked_hook_arg); /* alive alike */
   }
   spin_unlock(&rec->lock);
+  record_return(t);
   sync_ready_list(list);
   if (woken)
     swarm_ready(woken);

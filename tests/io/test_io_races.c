@@ -6,7 +6,10 @@
  *  - close while waited on: threads parked in swarm_read and swarm_poll on
  *    one descriptor all return EBADF when another thread closes it (ten
  *    rounds: a waiter woken before the kernel closed the file once
- *    registered it anew and waited for ever);
+ *    registered it anew and waited for ever). The close waits until all
+ *    of them are on the descriptor's list: one that came after it could
+ *    find the number taken by a worker's new io_uring ring (it read
+ *    EINVAL or polled POLLIN there, under load);
  *  - a descriptor passed between threads: a socket first waited on by one
  *    thread (registering it in that worker's epoll) is then used by other
  *    threads, on whatever worker they run, in a ping-pong of 2,000 rounds.
@@ -14,6 +17,7 @@
 #include <fcntl.h>
 #include <poll.h>
 
+#include "io/io.h"
 #include "io_test.h"
 
 #define READERS 64
@@ -81,6 +85,17 @@ static void *poll_until_closed(void *arg) {
   return NULL;
 }
 
+/* Threads parked reading (or polling for input) on fd. */
+static int readers_parked_on(int fd) {
+  struct io_fd *e = io_fd_entry(fd);
+  int k = 0;
+  spin_lock(&e->lock);
+  for (struct io_node *n = e->head[0]; n; n = n->next)
+    k++;
+  spin_unlock(&e->lock);
+  return k;
+}
+
 static void close_while_waited(void) {
   int sv[2];
   CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
@@ -93,7 +108,9 @@ static void close_while_waited(void) {
                       (void *)(intptr_t)sv[0]) == 0);
   while (atomic_load(&parked) < N)
     swarm_sleep_ns(1000000);
-  swarm_sleep_ns(5000000); /* let them reach their waits */
+  for (int i = 0; i < 10000 && readers_parked_on(sv[0]) < N; i++)
+    swarm_sleep_ns(1000000); /* until they all wait */
+  CHECK_EQ(readers_parked_on(sv[0]), N);
   CHECK_EQ(swarm_close(sv[0]), 0);
   for (int i = 0; i < N; i++)
     CHECK(swarm_join(t[i], NULL) == 0);

@@ -1,0 +1,100 @@
+/*
+ * io/fdtable.c — the descriptor table: entries made a chunk at a time on
+ * first use of one of their numbers (never freed: a close bumps the
+ * entry's generation instead, io/poller.c; a chunk is IO_FD_CHUNK entries
+ * of one aligned cache line each, then their cold parts, struct
+ * io_fd_cold, reached by descriptor number), and the first look at a
+ * descriptor (classify: which path its calls take). Lookups are inline
+ * (io.h: io_fd_entry, io_fd_get); what is here runs once per chunk and
+ * once per new descriptor.
+ *
+ * Races kept here: two threads making the same chunk (one CAS wins, the
+ * other frees its own); two classifying the same entry (under its lock,
+ * the second finds kind set). kind is stored last, with release, so a
+ * lookup that reads it non-zero (acquire) sees the rest of the entry.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "io/io.h"
+
+_Atomic(struct io_fd *) io_fd_chunks[IO_FD_MAX_CHUNKS];
+
+/* A chunk of entries, made on first use of one of its numbers. */
+struct io_fd *io_fd_chunk_make(uint32_t c) {
+  struct io_fd *chunk = NULL;
+  /* the entries, each one aligned line, then their cold parts */
+  size_t size =
+      IO_FD_CHUNK * (sizeof(struct io_fd) + sizeof(struct io_fd_cold));
+  struct io_fd *fresh = aligned_alloc(_Alignof(struct io_fd), size);
+  if (!fresh)
+    return NULL;
+  memset(fresh, 0, size);
+  for (uint32_t i = 0; i < IO_FD_CHUNK; i++)
+    spin_init(&fresh[i].lock, LOCK_IO_FD);
+  if (atomic_compare_exchange_strong(&io_fd_chunks[c], &chunk, fresh))
+    return fresh;
+  free(fresh); /* another thread's chunk won */
+  return chunk;
+}
+
+/* Decides e's kind (under its lock). Reads only: the file's flags are
+ * the program's and stay as they are. */
+static void classify(struct io_fd *e, int fd, bool adopt, int *err) {
+  atomic_store(&e->opts, 0); /* a new file: nothing known of its flags */
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    *err = errno;
+    return;
+  }
+  unsigned type = st.st_mode & S_IFMT;
+  if (type == S_IFREG || type == S_IFBLK) {
+    atomic_store(&e->kind, FD_FILE);
+    return;
+  }
+  /* anonymous inodes (eventfd, timerfd, epoll, signalfd) have no type */
+  bool pollable = type == S_IFSOCK || type == S_IFIFO || type == 0 ||
+                  (type == S_IFCHR && adopt);
+  if (!pollable) {
+    atomic_store(&e->kind, FD_PASS);
+    return;
+  }
+  e->socket = type == S_IFSOCK;
+  e->fifo = type == S_IFIFO;
+  atomic_store(&e->ended, false);
+  int so_type = 0;
+  socklen_t len = sizeof so_type;
+  e->stream =
+      e->fifo ||
+      (e->socket && getsockopt(fd, SOL_SOCKET, SO_TYPE, &so_type, &len) == 0 &&
+       so_type == SOCK_STREAM);
+  atomic_store(&e->drained, 0);
+  /* until the kernel says otherwise, per direction (eventfd reads have
+   * RWF_NOWAIT, its writes not) */
+  atomic_store(&e->how[0], IO_HOW_NOWAIT);
+  atomic_store(&e->how[1], IO_HOW_NOWAIT);
+  atomic_store(&e->busy[0], 0);
+  atomic_store(&e->busy[1], 0);
+  atomic_store(&e->kind, FD_POLLABLE);
+}
+
+struct io_fd *io_fd_get_slow(int fd, bool adopt) {
+  struct io_fd *e = io_fd_entry(fd);
+  if (!e) {
+    errno = fd < 0 ? EBADF : ENOMEM;
+    return NULL;
+  }
+  if (likely(atomic_load_explicit(&e->kind, memory_order_acquire)))
+    return e;
+  int err = 0;
+  spin_lock(&e->lock);
+  if (!atomic_load(&e->kind))
+    classify(e, fd, adopt, &err);
+  spin_unlock(&e->lock);
+  if (err) {
+    errno = err;
+    return NULL;
+  }
+  return e;
+}
