@@ -633,7 +633,7 @@ ssize_t swarm_read(int fd, void *buf, size_t count) {
  * a short write to write_rest. */
 static __attribute__((noinline)) long
 write_known(struct io_fd *e, int fd, const void *buf, size_t count) {
-  uint32_t seq = atomic_load(&e->wseq);
+  uint32_t seq = atomic_load(&e->wseq), gen = atomic_load(&e->gen);
   long r = sys_sendto(fd, buf, count, MSG_DONTWAIT, NULL, 0);
   if (likely(r == (long)count) || (r < 0 && r != -EAGAIN))
     return r;
@@ -641,7 +641,7 @@ write_known(struct io_fd *e, int fd, const void *buf, size_t count) {
        n.dir = 1; n.fd = fd; n.e = e; n.how = IO_HOW_NOWAIT_OK;)
   if (r == -EAGAIN) {
     n.seq = seq;
-    r = io_call_after_eagain(e, &n);
+    r = io_call_after_eagain(e, &n, gen);
     if (r >= 0 && (size_t)r == count)
       return r;
   }

@@ -311,11 +311,14 @@ long io_fd_close(int fd); /* io_fd_forget_with the close system call */
  * returns its result (>= 0 or -errno). timeout_ns < 0: none; 0: read
  * SO_RCVTIMEO / SO_SNDTIMEO for a socket. On timeout returns -EAGAIN; if
  * n->interruptible and sync_interrupt ended the wait, -ECANCELED (a call
- * the poller completed first returns its result: nothing is lost). */
+ * the poller completed first returns its result: nothing is lost); if the
+ * descriptor was closed (or replaced by dup2) since the call began,
+ * -EBADF, parked or not, without trying the number again. */
 long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns);
 /* io_call (no timeout given, not a ring read) after its first attempt was
- * made by the caller and said EAGAIN, n->seq read before it. */
-long io_call_after_eagain(struct io_fd *e, struct io_node *n);
+ * made by the caller and said EAGAIN, n->seq and e->gen (gen) read before
+ * it. */
+long io_call_after_eagain(struct io_fd *e, struct io_node *n, uint32_t gen);
 /* Parks until one of nodes[0..count) (pure waits, fd/dir/e set) sees an
  * edge, or the deadline (CLOCK_MONOTONIC, 0 = none) passes. Returns 1
  * (readiness or closed), 0 on timeout, -1 when nodes[0].interruptible and

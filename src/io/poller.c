@@ -662,16 +662,23 @@ void io_park_on(struct io_node *nodes, int count, struct io_wait *wt,
 /* The first try of io_call, made inline (before_first: 0) or, when the
  * caller's fast path made it already, given: 1, it said EAGAIN; 2, the
  * drained hint skipped it (n->seq read before it either way). */
-static __attribute__((noinline)) long call_loop(struct io_fd *e,
-                                                struct io_node *n,
-                                                int64_t timeout_ns, bool ring,
-                                                int before_first) {
+static __attribute__((noinline)) long
+call_loop(struct io_fd *e, struct io_node *n, int64_t timeout_ns, bool ring,
+          int before_first, uint32_t gen0) {
   uint64_t deadline = 0;
   bool timeout_known = timeout_ns != 0;
   if (timeout_ns > 0)
     deadline = os_now_ns_inline() + (uint64_t)timeout_ns;
   for (;;) {
-    uint32_t gen = ring ? atomic_load(&e->gen) : 0;
+    /* gen0 was read before the call's first attempt. A close since then
+     * (it bumps gen, and the counters, so a park being committed is
+     * abandoned) ends the call as it ends a parked one: EBADF. Trying the
+     * number again would find whatever file was opened at it since — a
+     * worker's ring made lazily took it in test_io_ringread's close race
+     * and a read of it said EINVAL. */
+    uint32_t gen = atomic_load(&e->gen);
+    if (unlikely(gen != gen0))
+      return -EBADF;
     bool skip;
     long r;
     if (before_first) {
@@ -728,9 +735,9 @@ static __attribute__((noinline)) long call_loop(struct io_fd *e,
   }
 }
 
-long io_call_after_eagain(struct io_fd *e, struct io_node *n) {
+long io_call_after_eagain(struct io_fd *e, struct io_node *n, uint32_t gen) {
   n->e = e;
-  return call_loop(e, n, 0, false, 1);
+  return call_loop(e, n, 0, false, 1, gen);
 }
 
 /* The first try inline, with a small frame: a call that completes at once
@@ -738,16 +745,17 @@ long io_call_after_eagain(struct io_fd *e, struct io_node *n) {
  * iteration for a call without timeout that the ring does not perform. */
 long io_call(struct io_fd *e, struct io_node *n, int64_t timeout_ns) {
   n->e = e;
-  bool ring = io_ring_wanted(e, n); /* the ring performs the read */
+  uint32_t gen = atomic_load(&e->gen); /* before any attempt: call_loop */
+  bool ring = io_ring_wanted(e, n);    /* the ring performs the read */
   if (unlikely(timeout_ns != 0 || ring))
-    return call_loop(e, n, timeout_ns, ring, 0);
+    return call_loop(e, n, timeout_ns, ring, 0, gen);
   n->seq = atomic_load(dir_seq(e, n->dir));
   if (n->seq + 1 == atomic_load_explicit(&e->drained, memory_order_relaxed) &&
       drained_eligible(e, n))
-    return call_loop(e, n, 0, false, 2);
+    return call_loop(e, n, 0, false, 2, gen);
   long r = n->attempt(n);
   if (r == -EAGAIN)
-    return call_loop(e, n, 0, false, 1);
+    return call_loop(e, n, 0, false, 1, gen);
   drained_note(e, n, r, n->seq);
   if (n->ring_iw)
     io_ring_note(e, n, r);

@@ -116,6 +116,18 @@ static void cancel_and_wait(struct io_node *n) {
 
 long io_ring_read(struct io_fd *e, struct io_node *n, uint64_t deadline,
                   uint32_t gen, bool drained) {
+  /* The ring of the worker the thread parks on, whose commit queues the
+   * recv there for its owner to submit: not the one io_ring_eligible saw
+   * if the thread has moved since (a wait of call_loop's that ended
+   * without the read), or the recv would wait in a sleeping worker's
+   * queue (a 20 ms SO_RCVTIMEO read in test_io_ringread timed out with
+   * its data there). None on a spare: the poller's path. */
+  struct io_worker *here = io_ring_here();
+  if (!here) {
+    n->ring = false;
+    return IO_RING_RETRY;
+  }
+  n->ring_iw = here;
   n->ring = true;
   n->ring_first = drained;
   n->seq = gen;
