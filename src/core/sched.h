@@ -179,13 +179,77 @@ static inline void make_runnable(struct worker *w, struct swarm_thread *t) {
   make_runnable_slow(w, t);
 }
 
+/* ---- prefetching the next thread's frames ---- */
+
+/* How many 64-byte lines above a parked thread's saved stack pointer its
+ * resumption touches first: the saved registers, the park's and the
+ * blocking call's frames, the caller's. A thread parked in a read sits
+ * about 900 bytes below its stack's top (bench/pingpong's echo). */
+#define SCHED_PREFETCH_LINES 16
+
+/* local_next has taken slot b of w's deque and the slot below it holds a
+ * thread (top < b was seen after the take's fence): the one the next
+ * local_next will take, unless a thief or a push comes first. Its saved
+ * frame's lines are fetched while the taken thread runs, and the
+ * descriptor of the one after it, whose saved stack pointer the next call
+ * reads. With thousands of threads parked in I/O (a server's
+ * connections) each resumption otherwise waits on a dozen lines from
+ * memory (docs/io.md, "Prefetching"). Only hints: a slot a thief has
+ * emptied still names a descriptor (their region is never unmapped), a
+ * stale saved sp or slot value costs a wasted fetch, and a prefetch never
+ * faults. */
+static inline __attribute__((always_inline)) void
+sched_prefetch_thread(const struct swarm_thread *n) {
+  uintptr_t sp =
+      (uintptr_t)__atomic_load_n(&n->sp, __ATOMIC_RELAXED) & ~(uintptr_t)63;
+  for (int i = 0; i < SCHED_PREFETCH_LINES; i++)
+    __builtin_prefetch((const void *)(sp + 64 * (uintptr_t)i));
+}
+
+static inline __attribute__((always_inline)) void
+sched_prefetch_next(struct worker *w, int64_t b) {
+  struct deque *d = &w->deque;
+  int64_t mask = d->mask;
+  sched_prefetch_thread(
+      atomic_load_explicit(&d->items[(b - 1) & mask], memory_order_relaxed));
+  const char *after =
+      atomic_load_explicit(&d->items[(b - 2) & mask], memory_order_relaxed);
+  __builtin_prefetch(after);
+  __builtin_prefetch(after + 64);
+}
+
+/* The same for the ready queue once local_next has popped from it: the
+ * frames of its new head (whose descriptor the previous pop fetched) and
+ * the descriptor after it. Read without the queue's lock: any descriptor
+ * a stale link names is readable. */
+static inline __attribute__((always_inline)) void
+sched_prefetch_queued(struct worker *w) {
+  const struct swarm_thread *n =
+      __atomic_load_n(&w->queue.head, __ATOMIC_RELAXED);
+  if (n) {
+    sched_prefetch_thread(n);
+    const char *after =
+        (const char *)__atomic_load_n(&n->next, __ATOMIC_RELAXED);
+    __builtin_prefetch(after);
+    __builtin_prefetch(after + 64);
+  }
+}
+
 /* Runnable work on this worker, without stealing. */
 static inline __attribute__((always_inline)) struct swarm_thread *
 local_next(struct worker *w) {
-  struct swarm_thread *t = deque_take(&w->deque);
+  int64_t b;
+  struct swarm_thread *t = deque_take_begin(&w->deque, &b);
+  if (likely(t)) {
+    sched_prefetch_next(w, b);
+    return t;
+  }
+  t = deque_take_end(&w->deque, b);
   if (likely(t) || likely(queue_count(&w->queue) == 0))
     return t;
-  return ready_queue_pop(&w->queue, false);
+  t = ready_queue_pop(&w->queue, false);
+  sched_prefetch_queued(w);
+  return t;
 }
 
 /* ---- after steps (arch/context.h), chosen per worker by trace_start ---- */

@@ -209,6 +209,35 @@ static inline struct io_fd *io_fd_entry(int fd) {
     return NULL;
   return &chunk[(uint32_t)fd & (IO_FD_CHUNK - 1)];
 }
+/* Hints for a poller about to hand a batch of events to io_deliver:
+ * io_prefetch_entry fetches the entry a token names (all of a batch's at
+ * once), io_prefetch_waiter, once that entry is in the cache, the node of
+ * its first parked reader (on that thread's stack), both while an earlier
+ * event's call runs. With thousands of connections each would otherwise be
+ * a wait on memory (docs/io.md, "Prefetching"). The node is only fetched,
+ * never read (it may be leaving its list: the read of head is unlocked);
+ * a token that names no entry (the wake-up token, a chunk never made)
+ * fetches nothing. */
+static inline struct io_fd *io_entry_if_made(uint64_t token) {
+  uint32_t fd = (uint32_t)token;
+  if (fd >= IO_FD_CHUNK * IO_FD_MAX_CHUNKS)
+    return NULL;
+  struct io_fd *chunk = atomic_load_explicit(
+      &io_fd_chunks[fd >> IO_FD_CHUNK_SHIFT], memory_order_relaxed);
+  return chunk ? &chunk[fd & (IO_FD_CHUNK - 1)] : NULL;
+}
+static inline void io_prefetch_entry(uint64_t token) {
+  struct io_fd *e = io_entry_if_made(token);
+  if (e)
+    __builtin_prefetch(e);
+}
+static inline void io_prefetch_waiter(uint64_t token) {
+  struct io_fd *e = io_entry_if_made(token);
+  struct io_node *n = e ? __atomic_load_n(&e->head[0], __ATOMIC_RELAXED) : NULL;
+  if (n)
+    __builtin_prefetch(n);
+}
+
 /* The entry, its kind decided (fstat) on first use: sockets, pipes, FIFOs
  * and anonymous inodes (eventfd, timerfd, ...) are waited for in epoll;
  * character devices (terminals) too if adopt (the native API), otherwise

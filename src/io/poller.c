@@ -327,7 +327,11 @@ static int ready_all(struct io_node *done) {
   int count = 0;
   while (done) {
     struct io_node *next = done->ready_next;
-    swarm_ready(done->wait->thread);
+    struct swarm_thread *t = done->wait->thread;
+    /* swarm_ready reads the descriptor's second line; the scheduler's
+     * prefetch reads the saved stack pointer in its first (sched.h) */
+    __builtin_prefetch(t);
+    swarm_ready(t);
     done = next;
     count++;
   }

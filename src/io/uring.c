@@ -262,9 +262,20 @@ static int ur_wait(struct io_worker *iw, int64_t timeout_ns, bool owner,
   }
   io_uring_cq_advance(&u->ring, n);
   spin_unlock(&u->cq_lock);
+  /* As the epoll back end does: the entries (or the ring's own reads'
+   * nodes) fetched at once, each readiness event's parked reader one
+   * completion ahead. */
+  for (unsigned i = 0; i < n; i++) {
+    if (!(done[i].token & IO_RING_OP_TAG))
+      io_prefetch_entry(done[i].token);
+    else if (done[i].token != IO_WAKE_TOKEN)
+      __builtin_prefetch((void *)(uintptr_t)(done[i].token & ~IO_RING_OP_TAG));
+  }
   for (unsigned i = 0; i < n; i++) {
     struct done_cqe *c = &done[i];
     bool more = c->flags & IORING_CQE_F_MORE;
+    if (i + 1 < n && !(done[i + 1].token & IO_RING_OP_TAG))
+      io_prefetch_waiter(done[i + 1].token);
     if (c->token == IO_WAKE_TOKEN) {
       if (!more) {
         spin_lock(&u->sq_lock);
