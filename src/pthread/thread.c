@@ -733,6 +733,9 @@ DROPIN_API int dropin_pthread_yield(void) {
  * thread has no core handle to join. */
 static void fork_child_restart(void) {
   start_failed(fork_child_restart_error()); /* core's atfork handler ran */
+  /* a parent thread signalling or cancelling the caller at the fork may
+   * have been inside its sync record: a ghost's hold, let go */
+  sync_thread_after_fork(sync_self());
   main_record = NULL; /* the caller's record is the child's main */
   struct dropin_thread *r =
       __atomic_load_n(&sync_self()->slots[SLOT_PTHREAD], __ATOMIC_ACQUIRE);

@@ -221,6 +221,13 @@ struct sync_thread *sync_thread_of(struct swarm_thread *t, bool create);
  * caller then frees it (sync_thread_exit). */
 void sync_thread_record_drop(struct swarm_thread *self);
 
+/* In a fork child, for the flow that called fork: another kernel thread
+ * of the parent may have been inside this thread's record at the fork (a
+ * signal or a cancellation entering it: a borrow in the slot, the record's
+ * lock), and it does not exist in the child. Returns the borrows and frees
+ * the lock that only such a ghost can hold (wait.c). */
+void sync_thread_after_fork(struct swarm_thread *self);
+
 /* Runs the calling thread's key destructors and frees its record. Called
  * on every thread exit: by core, through swarm_thread_exit_hook, and by the
  * drop-in for its threads (docs/sync.md). */

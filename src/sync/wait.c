@@ -253,7 +253,10 @@ int sync_deadline(int clock, const struct timespec *abstime, uint64_t *out,
  * runs.) Only an interrupter that read "not exited" before all that and
  * reaches the slot after core cleared it still makes a record, for a
  * descriptor that no longer runs (as before; the drop-in's checks make
- * that window small). */
+ * that window small). A fork copies a borrow or a held record lock of a
+ * parent thread that is in the middle of this into the child, where that
+ * thread does not exist: sync_thread_after_fork lets both go for the
+ * flow that continues there (tests/pthread/dropin_fork_kicked). */
 #define RECORD_BORROWS ((uintptr_t)7)
 #define RECORD_DROPPING ((uintptr_t)8)
 #define RECORD_BITS (RECORD_BORROWS | RECORD_DROPPING)
@@ -359,6 +362,18 @@ void sync_thread_record_drop(struct swarm_thread *self) {
   while (slot_load(slot) & RECORD_BORROWS) /* interrupters still in it */
     borrow_pause(&rounds);
   __atomic_store_n(slot, (void *)RECORD_DROPPING, __ATOMIC_RELEASE);
+}
+
+void sync_thread_after_fork(struct swarm_thread *self) {
+  void **slot = &self->slots[SLOT_SYNC];
+  uintptr_t v = slot_load(slot);
+  /* The flow itself was in fork, not in its own record: any borrow and any
+   * hold of the lock are a parent thread's, a ghost here. */
+  if (v & RECORD_BORROWS)
+    __atomic_store_n(slot, (void *)(v & ~RECORD_BORROWS), __ATOMIC_RELEASE);
+  struct sync_thread *rec = record_at(v);
+  if (rec)
+    spin_init(&rec->lock, LOCK_SYNC_RECORD);
 }
 
 int sync_interrupt(struct swarm_thread *t) {
