@@ -133,10 +133,14 @@ void io_waiting_add(int delta) {
 
 /* ---- the table (io/fdtable.c; lookups inline in io.h) ---- */
 
+static void entry_forget(struct io_fd *e, struct io_node **done);
+static int ready_all(struct io_node *done);
+
 void io_fd_created(int fd) {
   struct io_fd *e = io_fd_entry(fd);
   if (!e)
     return;
+  struct io_node *done = NULL;
   spin_lock(&e->lock);
   /* Still registered: its old file was closed behind our back (stdio's
    * fclose). epoll forgot it with the file; an io_uring poll holds the
@@ -144,9 +148,16 @@ void io_fd_created(int fd) {
   if (e->registered)
     backend()->del(&io.workers[e->owner], fd,
                    io_token(atomic_load(&e->gen), fd));
+  /* Classified: the number named another file, closed without us. What
+   * waited on that one ends with EBADF, as after a close through us;
+   * left parked, the new file's first edge would perform an old waiter's
+   * call on it and hand the new file's data to the wrong thread. */
+  if (atomic_load(&e->kind))
+    entry_forget(e, &done);
   e->registered = false;
   atomic_store(&e->kind, FD_UNKNOWN); /* classified on first use */
   spin_unlock(&e->lock);
+  ready_all(done);
 }
 
 /* ---- wait lists (under e->lock) ---- */
@@ -488,6 +499,35 @@ bool io_fd_register(struct io_fd *e, int fd) {
   return ok;
 }
 
+/* e (locked, classified) no longer names the file it named: a new
+ * generation (its events still queued are dropped, a thread about to park
+ * retries and a call in progress ends with EBADF: call_loop), every armed
+ * waiter claimed with EBADF (prepended to *done, for ready_all after the
+ * unlock), and the entry unclassified. The caller has taken it out of its
+ * poller. */
+static void entry_forget(struct io_fd *e, struct io_node **done) {
+  atomic_fetch_add(&e->gen, 1);
+  atomic_fetch_add(&e->rseq, 1); /* a parking thread retries: EBADF */
+  atomic_fetch_add(&e->wseq, 1);
+  for (int d = 0; d < 2; d++) {
+    struct io_node *n = e->head[d];
+    while (n) {
+      struct io_node *next = n->next;
+      if (wait_claim(n->wait)) {
+        n->wait->closed = true;
+        node_unlink(e, n);
+        n->ready_next = *done;
+        *done = n;
+      }
+      n = next;
+    }
+  }
+  e->registered = false;
+  e->socket = e->fifo = e->stream = false;
+  atomic_store(&e->drained, 0);
+  atomic_store(&e->kind, FD_UNKNOWN);
+}
+
 static long op_close(int fd, void *arg) {
   (void)arg;
   return sys_close(fd);
@@ -513,28 +553,8 @@ long io_fd_forget_with(int fd, long (*op)(int, void *), void *arg) {
     if (n->ring) /* its recv finds this file, and its thread cancels it */
       backend()->flush(n->ring_iw);
   long r = op(fd, arg);
-  if (atomic_load(&e->kind)) {
-    atomic_fetch_add(&e->gen, 1);
-    atomic_fetch_add(&e->rseq, 1); /* a parking thread retries: EBADF */
-    atomic_fetch_add(&e->wseq, 1);
-    for (int d = 0; d < 2; d++) {
-      struct io_node *n = e->head[d];
-      while (n) {
-        struct io_node *next = n->next;
-        if (wait_claim(n->wait)) {
-          n->wait->closed = true;
-          node_unlink(e, n);
-          n->ready_next = done;
-          done = n;
-        }
-        n = next;
-      }
-    }
-    e->registered = false;
-    e->socket = e->fifo = e->stream = false;
-    atomic_store(&e->drained, 0);
-    atomic_store(&e->kind, FD_UNKNOWN);
-  }
+  if (atomic_load(&e->kind))
+    entry_forget(e, &done);
   spin_unlock(&e->lock);
   ready_all(done);
   return r;

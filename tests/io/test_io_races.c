@@ -10,12 +10,17 @@
  *    of them are on the descriptor's list: one that came after it could
  *    find the number taken by a worker's new io_uring ring (it read
  *    EINVAL or polled POLLIN there, under load);
+ *  - a number closed behind the layer's back while a thread is parked on
+ *    it, then reused by a new pipe: the parked read ends with EBADF, the
+ *    new pipe's byte goes to its own reader;
  *  - a descriptor passed between threads: a socket first waited on by one
  *    thread (registering it in that worker's epoll) is then used by other
  *    threads, on whatever worker they run, in a ping-pong of 2,000 rounds.
  */
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "io/io.h"
 #include "io_test.h"
@@ -117,6 +122,48 @@ static void close_while_waited(void) {
   swarm_close(sv[1]);
 }
 
+/* A number closed behind the I/O layer's back (as stdio's fclose does, by
+ * the raw system call) while a thread is parked reading it, then reused
+ * by a new pipe that the layer is told of (io_fd_created, as the drop-in's
+ * pipe() does): the parked read ends with EBADF instead of staying on the
+ * list, where the new pipe's first edge performed it on the new file (the
+ * new pipe's byte read by the old waiter), and the new pipe works. */
+static void *read_old_file(void *arg) {
+  int fd = (int)(intptr_t)arg;
+  char c = 0;
+  ssize_t r = swarm_read(fd, &c, 1);
+  CHECK(r == -1, "the old file's reader got %zd byte(s) ('%c')", r, c);
+  CHECK_EQ(ERRNO, EBADF);
+  atomic_store(&parked, 1); /* done */
+  return NULL;
+}
+
+static void number_reborn(void) {
+  atomic_store(&parked, 0);
+  int old[2], fresh[2];
+  CHECK(pipe(old) == 0);
+  swarm_thread_t t;
+  CHECK(swarm_spawn(&t, NULL, read_old_file, (void *)(intptr_t)old[0]) == 0);
+  for (int i = 0; i < 10000 && readers_parked_on(old[0]) < 1; i++)
+    swarm_sleep_ns(1000000);
+  CHECK_EQ(readers_parked_on(old[0]), 1);
+  CHECK_EQ(syscall(SYS_close, old[0]), 0); /* not through swarm */
+  CHECK(pipe(fresh) == 0);
+  CHECK_EQ(fresh[0], old[0]); /* the lowest free number, as POSIX says */
+  io_fd_created(fresh[0]);
+  for (int i = 0; i < 10000 && !atomic_load(&parked); i++)
+    swarm_sleep_ns(1000000);
+  CHECK(atomic_load(&parked), "the old file's reader still parked after 10 s");
+  CHECK(swarm_join(t, NULL) == 0);
+  CHECK_EQ(swarm_write(fresh[1], "N", 1), 1);
+  char c = 0;
+  CHECK_EQ(swarm_read(fresh[0], &c, 1), 1);
+  CHECK_EQ(c, 'N');
+  swarm_close(fresh[0]);
+  swarm_close(fresh[1]);
+  swarm_close(old[1]);
+}
+
 static int pass_fd[2];
 static long rounds;
 
@@ -169,6 +216,8 @@ static void *body(void *arg) {
   fprintf(stderr, "close while waited on\n");
   for (int round = 0; round < 10; round++)
     close_while_waited();
+  fprintf(stderr, "a number closed behind our back and reused\n");
+  number_reborn();
   fprintf(stderr, "a descriptor passed between threads\n");
   passed_between_threads();
   return NULL;
