@@ -443,9 +443,12 @@ DROPIN_API int dup3(int old, int new, int flags) {
     return dropin_fail(EINVAL);
   if (sys_fcntl(old, F_GETFD, 0) < 0)
     return dropin_fail(EBADF); /* dup3 leaves new open on a bad old */
-  /* dup3 closes new: forget it in the same step (io_fd_forget_with) */
+  /* dup3 closes new: forget it in the same step (io_fd_forget_with),
+   * which leaves the entry as a new file's; no io_fd_created after it,
+   * which would find the copy classified if another thread used it in
+   * between, and end that thread's wait as the old file's */
   int of[2] = {old, flags};
-  return (int)io_fail(copied(old, io_fd_forget_with(new, op_dup3, of)));
+  return (int)io_fail(io_fd_forget_with(new, op_dup3, of));
 }
 
 DROPIN_API int dup2(int old, int new) {
