@@ -4,9 +4,13 @@
  * entry's generation instead, io/poller.c; a chunk is IO_FD_CHUNK entries
  * of one aligned cache line each, then their cold parts, struct
  * io_fd_cold, reached by descriptor number), and the first look at a
- * descriptor (classify: which path its calls take). Lookups are inline
+ * descriptor (classify: which path its calls take), and the end of the
+ * file a number names (a close or a dup3 through us, io_fd_forget_with;
+ * a new file at a number whose old one was closed behind our back,
+ * io_fd_created): a new generation, the waiters woken with EBADF
+ * (poller.c's design comment says why in that order). Lookups are inline
  * (io.h: io_fd_entry, io_fd_get); what is here runs once per chunk and
- * once per new descriptor.
+ * once per new or closed descriptor.
  *
  * Races kept here: two threads making the same chunk (one CAS wins, the
  * other frees its own); two classifying the same entry (under its lock,
@@ -16,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "io/backend.h"
 
 #include "io/io.h"
 
@@ -97,4 +103,95 @@ struct io_fd *io_fd_get_slow(int fd, bool adopt) {
     return NULL;
   }
   return e;
+}
+
+/* ---- the end of a descriptor's file ---- */
+
+/* e (locked, classified) no longer names the file it named: a new
+ * generation (its events still queued are dropped, a thread about to park
+ * retries and a call in progress ends with EBADF: call_loop), every armed
+ * waiter claimed with EBADF (prepended to *done, for ready_all after the
+ * unlock), and the entry unclassified. The caller has taken it out of its
+ * poller. */
+static void entry_forget(struct io_fd *e, struct io_node **done) {
+  atomic_fetch_add(&e->gen, 1);
+  atomic_fetch_add(&e->rseq, 1); /* a parking thread retries: EBADF */
+  atomic_fetch_add(&e->wseq, 1);
+  for (int d = 0; d < 2; d++) {
+    struct io_node *n = e->head[d];
+    while (n) {
+      struct io_node *next = n->next;
+      if (io_wait_claim(n->wait)) {
+        n->wait->closed = true;
+        io_node_unlink(e, n);
+        n->ready_next = *done;
+        *done = n;
+      }
+      n = next;
+    }
+  }
+  e->registered = false;
+  e->socket = e->fifo = e->stream = false;
+  atomic_store(&e->drained, 0);
+  atomic_store(&e->kind, FD_UNKNOWN);
+}
+
+static long op_close(int fd, void *arg) {
+  (void)arg;
+  return sys_close(fd);
+}
+
+/* The descriptor number fd stops naming what it named: op (close, or the
+ * dup3 that replaces it) runs under the entry's lock, then waiters are
+ * woken with EBADF. The order matters: a waiter woken before the kernel
+ * let go of the file would look again, find it still open, register it
+ * anew and wait for an event that can no longer come. Holding the lock
+ * across op also keeps a new descriptor of the same number from being
+ * classified before we are done. */
+long io_fd_forget_with(int fd, long (*op)(int, void *), void *arg) {
+  struct io_fd *e = io_fd_entry(fd);
+  if (!e)
+    return op(fd, arg);
+  struct io_node *done = NULL;
+  spin_lock(&e->lock);
+  if (e->registered)
+    io_backend_of()->del(io_worker_at(e->owner), fd,
+                         io_token(atomic_load(&e->gen), fd));
+  for (struct io_node *n = e->head[0]; n; n = n->next)
+    if (n->ring) /* its recv finds this file, and its thread cancels it */
+      io_backend_of()->flush(n->ring_iw);
+  long r = op(fd, arg);
+  if (atomic_load(&e->kind))
+    entry_forget(e, &done);
+  spin_unlock(&e->lock);
+  io_ready_all(done);
+  return r;
+}
+
+long io_fd_close(int fd) {
+  return io_fd_forget_with(fd, op_close, NULL);
+}
+
+void io_fd_created(int fd) {
+  struct io_fd *e = io_fd_entry(fd);
+  if (!e)
+    return;
+  struct io_node *done = NULL;
+  spin_lock(&e->lock);
+  /* Still registered: its old file was closed behind our back (stdio's
+   * fclose). epoll forgot it with the file; an io_uring poll holds the
+   * file open until cancelled, so cancel it now, late as it is. */
+  if (e->registered)
+    io_backend_of()->del(io_worker_at(e->owner), fd,
+                         io_token(atomic_load(&e->gen), fd));
+  /* Classified: the number named another file, closed without us. What
+   * waited on that one ends with EBADF, as after a close through us;
+   * left parked, the new file's first edge would perform an old waiter's
+   * call on it and hand the new file's data to the wrong thread. */
+  if (atomic_load(&e->kind))
+    entry_forget(e, &done);
+  e->registered = false;
+  atomic_store(&e->kind, FD_UNKNOWN); /* classified on first use */
+  spin_unlock(&e->lock);
+  io_ready_all(done);
 }

@@ -361,6 +361,11 @@ bool io_fd_register(struct io_fd *e, int fd);
  * parked threads that keeps pollers polling, and the running worker's
  * poller if its back end performs reads in the ring (NULL otherwise). */
 bool io_wait_claim(struct io_wait *wt);
+/* poller.c's steps for fdtable.c's close paths: unlink a node (under the
+ * entry's lock), ready claimed nodes' threads (after it), a poller. */
+void io_node_unlink(struct io_fd *e, struct io_node *n);
+void io_ready_all(struct io_node *done);
+struct io_worker *io_worker_at(int idx);
 void io_park_on(struct io_node *nodes, int count, struct io_wait *wt,
                 uint64_t deadline);
 void io_waiting_add(int delta);

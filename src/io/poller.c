@@ -61,12 +61,12 @@
  *    timed_out first, so the poller, after unclaiming, sees it and completes
  *    the wait as a timeout. Data is never read into a waiter that has
  *    already been told it timed out.
- *  - close (io_fd_forget_with) removes the epoll registration, closes the
- *    file, bumps both counters and the generation, and claims every armed
- *    waiter with EBADF, all under the entry's lock; only then are they
- *    woken (woken earlier, one could find the file still open and register
- *    it again, to wait for an event that can never come). Events still
- *    queued for the old generation are dropped.
+ *  - close (io_fd_forget_with, io/fdtable.c) removes the epoll registration,
+ * closes the file, bumps both counters and the generation, and claims every
+ * armed waiter with EBADF, all under the entry's lock; only then are they woken
+ * (woken earlier, one could find the file still open and register it again, to
+ * wait for an event that can never come). Events still queued for the old
+ * generation are dropped.
  *
  * Ownership: a parked thread is owned by its wait (a node on each list, the
  * claim word deciding which waker readies it); its nodes live on its stack
@@ -132,33 +132,6 @@ void io_waiting_add(int delta) {
 }
 
 /* ---- the table (io/fdtable.c; lookups inline in io.h) ---- */
-
-static void entry_forget(struct io_fd *e, struct io_node **done);
-static int ready_all(struct io_node *done);
-
-void io_fd_created(int fd) {
-  struct io_fd *e = io_fd_entry(fd);
-  if (!e)
-    return;
-  struct io_node *done = NULL;
-  spin_lock(&e->lock);
-  /* Still registered: its old file was closed behind our back (stdio's
-   * fclose). epoll forgot it with the file; an io_uring poll holds the
-   * file open until cancelled, so cancel it now, late as it is. */
-  if (e->registered)
-    backend()->del(&io.workers[e->owner], fd,
-                   io_token(atomic_load(&e->gen), fd));
-  /* Classified: the number named another file, closed without us. What
-   * waited on that one ends with EBADF, as after a close through us;
-   * left parked, the new file's first edge would perform an old waiter's
-   * call on it and hand the new file's data to the wrong thread. */
-  if (atomic_load(&e->kind))
-    entry_forget(e, &done);
-  e->registered = false;
-  atomic_store(&e->kind, FD_UNKNOWN); /* classified on first use */
-  spin_unlock(&e->lock);
-  ready_all(done);
-}
 
 /* ---- wait lists (under e->lock) ---- */
 
@@ -349,6 +322,18 @@ static int ready_all(struct io_node *done) {
   return count;
 }
 
+/* For the descriptor's end (io/fdtable.c): the poller's list and wake
+ * steps, and the poller of worker idx. */
+void io_node_unlink(struct io_fd *e, struct io_node *n) {
+  node_unlink(e, n);
+}
+void io_ready_all(struct io_node *done) {
+  ready_all(done);
+}
+struct io_worker *io_worker_at(int idx) {
+  return &io.workers[idx];
+}
+
 #define READ_EVENTS (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP | EPOLLERR)
 #define WRITE_EVENTS (EPOLLOUT | EPOLLHUP | EPOLLERR)
 
@@ -497,71 +482,6 @@ bool io_fd_register(struct io_fd *e, int fd) {
   }
   spin_unlock(&e->lock);
   return ok;
-}
-
-/* e (locked, classified) no longer names the file it named: a new
- * generation (its events still queued are dropped, a thread about to park
- * retries and a call in progress ends with EBADF: call_loop), every armed
- * waiter claimed with EBADF (prepended to *done, for ready_all after the
- * unlock), and the entry unclassified. The caller has taken it out of its
- * poller. */
-static void entry_forget(struct io_fd *e, struct io_node **done) {
-  atomic_fetch_add(&e->gen, 1);
-  atomic_fetch_add(&e->rseq, 1); /* a parking thread retries: EBADF */
-  atomic_fetch_add(&e->wseq, 1);
-  for (int d = 0; d < 2; d++) {
-    struct io_node *n = e->head[d];
-    while (n) {
-      struct io_node *next = n->next;
-      if (wait_claim(n->wait)) {
-        n->wait->closed = true;
-        node_unlink(e, n);
-        n->ready_next = *done;
-        *done = n;
-      }
-      n = next;
-    }
-  }
-  e->registered = false;
-  e->socket = e->fifo = e->stream = false;
-  atomic_store(&e->drained, 0);
-  atomic_store(&e->kind, FD_UNKNOWN);
-}
-
-static long op_close(int fd, void *arg) {
-  (void)arg;
-  return sys_close(fd);
-}
-
-/* The descriptor number fd stops naming what it named: op (close, or the
- * dup3 that replaces it) runs under the entry's lock, then waiters are
- * woken with EBADF. The order matters: a waiter woken before the kernel
- * let go of the file would look again, find it still open, register it
- * anew and wait for an event that can no longer come. Holding the lock
- * across op also keeps a new descriptor of the same number from being
- * classified before we are done. */
-long io_fd_forget_with(int fd, long (*op)(int, void *), void *arg) {
-  struct io_fd *e = io_fd_entry(fd);
-  if (!e)
-    return op(fd, arg);
-  struct io_node *done = NULL;
-  spin_lock(&e->lock);
-  if (e->registered)
-    backend()->del(&io.workers[e->owner], fd,
-                   io_token(atomic_load(&e->gen), fd));
-  for (struct io_node *n = e->head[0]; n; n = n->next)
-    if (n->ring) /* its recv finds this file, and its thread cancels it */
-      backend()->flush(n->ring_iw);
-  long r = op(fd, arg);
-  if (atomic_load(&e->kind))
-    entry_forget(e, &done);
-  spin_unlock(&e->lock);
-  ready_all(done);
-  return r;
-}
-
-long io_fd_close(int fd) {
-  return io_fd_forget_with(fd, op_close, NULL);
 }
 
 /* ---- parking ---- */
