@@ -286,6 +286,11 @@ struct worker {
   uint32_t monitor_blocked;    /* monitor-only: of those, seen blocked */
   int tid;                     /* its kernel thread's id (for the monitor) */
   _Atomic uint32_t preempt_requested; /* preempt.c: set by the monitor */
+  /* The drop-in's signal kicks (pthread/signal.c): set when one sends the
+   * runtime's interrupt signal to this kernel thread, cleared first thing
+   * in its handler; while set, further kicks send nothing, as the kernel
+   * coalesces a pending standard signal. */
+  _Atomic uint32_t kick_queued;
   /* cpuclock.c, once CPU accounting is on: since the worker's kernel
    * thread CPU time cpu_start (ns) it has run cpu_thread (NULL: its
    * scheduler). cpu_fresh: set when accounting started while it ran

@@ -100,8 +100,10 @@ static struct {
   uintptr_t text_lo, text_hi; /* this library's code */
   uint64_t initial_mask;      /* main's kernel mask when the library loaded */
   struct dropin_thread *main;
-  pthread_t kthread;           /* the signal thread */
-  _Atomic int signal_tid;      /* 0 while none runs */
+  pthread_t kthread;      /* the signal thread */
+  _Atomic int signal_tid; /* 0 while none runs */
+  _Atomic uint32_t
+      signal_kick_queued;      /* a wake-up queued to it (kick_thread) */
   _Atomic int outstanding;     /* thread-directed signals not yet taken */
   _Atomic uint64_t fd_claimed; /* signals some signalfd was made for */
   uint32_t lock; /* infos, process_pending, waiters: tried, never waited on,
@@ -298,9 +300,11 @@ static bool in_runtime(uintptr_t pc) {
 static void on_interrupt(int sig, siginfo_t *si, void *uc) {
   (void)sig;
   (void)si;
+  struct worker *w = worker_current();
+  if (w) /* before anything pending is looked at (kick_thread) */
+    atomic_store_explicit(&w->kick_queued, 0, memory_order_seq_cst);
   if (os_abortable_fixup(uc)) /* a cancelled wait for any child (blocking.c) */
     return;
-  struct worker *w = worker_current();
   struct swarm_thread *d = w ? w->current : NULL;
   if (!d || in_runtime(os_context_pc(uc)))
     return;
@@ -357,10 +361,23 @@ int dropin_signal_interrupted(void) {
 
 /* ---- posting and kicking ---- */
 
+/* The runtime's interrupt signal is a real-time one: every send queues
+ * one more delivery. A sender that outpaced the handler (pthread_kill in a
+ * loop) left the target's worker doing nothing but take them, so each
+ * kick is sent only when none is queued to that kernel thread yet (flag:
+ * its worker's kick_queued, or the signal thread's). The receiver clears
+ * the flag before it looks at what is pending, and a sender sets the
+ * pending state before it tests the flag (both seq_cst), so a kick that
+ * sends nothing is seen by the one in flight. */
+static void kick_thread(_Atomic uint32_t *queued, int tid) {
+  if (!atomic_exchange_explicit(queued, 1, memory_order_seq_cst))
+    os_thread_signal(tid, sigs.interrupt);
+}
+
 static void wake_signal_thread(void) {
   int tid = atomic_load(&sigs.signal_tid);
   if (tid && sigs.interrupt)
-    os_thread_signal(tid, sigs.interrupt);
+    kick_thread(&sigs.signal_kick_queued, tid);
 }
 
 /* Interrupts whichever worker runs d now (read racily: a miss is covered
@@ -370,7 +387,7 @@ static void kick_running(struct swarm_thread *d) {
   for (int i = 0; i < n; i++) {
     struct worker *w = &swarm_rt.workers[i];
     if (__atomic_load_n(&w->current, __ATOMIC_RELAXED) == d && w->tid)
-      os_thread_signal(w->tid, sigs.interrupt);
+      kick_thread(&w->kick_queued, w->tid);
   }
 }
 
@@ -701,7 +718,7 @@ static void rekick(void) {
         d ? __atomic_load_n(&d->slots[SLOT_PTHREAD], __ATOMIC_ACQUIRE) : NULL;
     if (r && (atomic_load(&r->sig_pending) & ~atomic_load(&r->sig_mask)) &&
         w->tid)
-      os_thread_signal(w->tid, sigs.interrupt);
+      kick_thread(&w->kick_queued, w->tid);
   }
 }
 
@@ -726,6 +743,8 @@ static void *signal_main(void *arg) {
     bool waiting = atomic_load(&sigs.outstanding) > 0;
     long s = syscall(SYS_rt_sigtimedwait, &set, &info, waiting ? &ts : NULL,
                      (size_t)8);
+    /* before forward and rekick look at what is pending (kick_thread) */
+    atomic_store_explicit(&sigs.signal_kick_queued, 0, memory_order_seq_cst);
     if (s > 0 && s != sigs.interrupt)
       forward((int)s, &info);
     rekick();
@@ -813,6 +832,7 @@ void dropin_signal_fork_child(void) {
   sigs.process_pending = 0;
   sigs.lock = 0;
   atomic_store(&sigs.signal_tid, 0);
+  atomic_store(&sigs.signal_kick_queued, 0); /* for a thread not here */
   struct dropin_thread *r = dropin_self();
   atomic_store(&sigs.outstanding,
                __builtin_popcountll(atomic_load(&r->sig_pending)));

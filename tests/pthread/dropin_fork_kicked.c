@@ -18,9 +18,19 @@
  * nanoseconds of each 20 us, so the test catches the hang only sometimes
  * on an idle machine; a loaded one (a signaller preempted inside the
  * record) widens it, and with a delay put in the window by hand the old
- * code hung at the 3rd fork. */
+ * code hung at the 3rd fork.
+ *
+ * Then STORM_FORKS more with the signals unpaced (a yield after each, so
+ * that one worker also runs main; with more it returns at once). Each one
+ * interrupts main's worker with the runtime's interrupt signal, a real-time
+ * signal that queues: sent once per pthread_kill, they outran the handler and
+ * main never got through its next fork (no progress in 60 s; NPTL, whose
+ * pending SIGUSR1 coalesces, made 200 forks in 2 s). A kick now sends
+ * nothing while one is queued to that thread. The check is liveness, with
+ * a bound (STORM_LIMIT_S) far above the 2 s it takes. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -32,6 +42,8 @@
 #include "dropin_check.h"
 
 #define FORKS 1000
+#define STORM_FORKS 100
+#define STORM_LIMIT_S 120
 
 static pthread_t main_thread;
 static volatile int stop;
@@ -50,11 +62,16 @@ static double now_us(void) {
 /* A signal every PACE_US: each one interrupts main's worker, so a storm
  * would leave main too little time to fork at all. */
 #define PACE_US 20.0
+static volatile int paced = 1;
 static void *signaller(void *arg) {
   (void)arg;
   while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
     CHECK(pthread_kill(main_thread, SIGUSR1) == 0);
     sent++;
+    if (!paced) { /* with one worker, main runs in between */
+      sched_yield();
+      continue;
+    }
     double until = now_us() + PACE_US;
     while (now_us() < until)
       ;
@@ -126,7 +143,16 @@ int main(void) {
   pthread_t sig;
   CHECK(pthread_create(&sig, NULL, signaller, NULL) == 0);
   int hung = 0, failed = 0;
-  for (int i = 0; i < FORKS && !hung; i++) {
+  double storm_until = 0;
+  for (int i = 0; i < FORKS + STORM_FORKS && !hung; i++) {
+    if (i == FORKS) { /* the storm: as fast as pthread_kill goes */
+      paced = 0;
+      storm_until = now_us() + STORM_LIMIT_S * 1e6;
+    }
+    if (storm_until)
+      CHECK(now_us() < storm_until,
+            "under the storm main forked %d times in %d s", i - FORKS,
+            STORM_LIMIT_S);
     pid_t pid;
     do
       pid = fork();
@@ -149,7 +175,8 @@ int main(void) {
   CHECK(sent > 0);
   CHECK(hung == 0);
   CHECK(failed == 0);
-  printf("forks while signalled: %d children, none hung\n", FORKS);
+  printf("forks while signalled: %d children, none hung\n",
+         FORKS + STORM_FORKS);
   printf("OK\n");
   return 0;
 }
