@@ -187,17 +187,13 @@ static inline void make_runnable(struct worker *w, struct swarm_thread *t) {
  * about 900 bytes below its stack's top (bench/pingpong's echo). */
 #define SCHED_PREFETCH_LINES 16
 
-/* local_next has taken slot b of w's deque and the slot below it holds a
- * thread (top < b was seen after the take's fence): the one the next
- * local_next will take, unless a thief or a push comes first. Its saved
- * frame's lines are fetched while the taken thread runs, and the
- * descriptor of the one after it, whose saved stack pointer the next call
- * reads. With thousands of threads parked in I/O (a server's
- * connections) each resumption otherwise waits on a dozen lines from
- * memory (docs/io.md, "Prefetching"). Only hints: a slot a thief has
- * emptied still names a descriptor (their region is never unmapped), a
- * stale saved sp or slot value costs a wasted fetch, and a prefetch never
- * faults. */
+/* The lines a thread's resumption reads first: those above its saved
+ * stack pointer (n's descriptor should be in the cache: it was fetched a
+ * take earlier, sched_prefetch_descriptor). With thousands of threads
+ * parked in I/O (a server's connections) each resumption otherwise waits
+ * on a dozen lines from memory (docs/io.md, "Prefetching"). Only hints: a
+ * descriptor is always readable (their region is never unmapped), a stale
+ * saved sp costs a wasted fetch, and a prefetch never faults. */
 static inline __attribute__((always_inline)) void
 sched_prefetch_thread(const struct swarm_thread *n) {
   uintptr_t sp =
@@ -206,16 +202,28 @@ sched_prefetch_thread(const struct swarm_thread *n) {
     __builtin_prefetch((const void *)(sp + 64 * (uintptr_t)i));
 }
 
+/* A descriptor's two lines (its saved sp, which the next take reads, is
+ * in the first); p may be stale or NULL, it is only fetched. */
+static inline __attribute__((always_inline)) void
+sched_prefetch_descriptor(const void *p) {
+  __builtin_prefetch(p);
+  __builtin_prefetch((const char *)p + 64);
+}
+
+/* local_next has taken slot b of w's deque and the slot below it holds a
+ * thread (top < b was seen after the take's fence): the one the next
+ * local_next will take, unless a thief or a push comes first. Its frames
+ * are fetched while the taken thread runs, and the descriptor of the one
+ * after it. A slot a thief has emptied still names a descriptor; the slot
+ * after may be below top (stale), which costs a wasted fetch. */
 static inline __attribute__((always_inline)) void
 sched_prefetch_next(struct worker *w, int64_t b) {
   struct deque *d = &w->deque;
   int64_t mask = d->mask;
   sched_prefetch_thread(
       atomic_load_explicit(&d->items[(b - 1) & mask], memory_order_relaxed));
-  const char *after =
-      atomic_load_explicit(&d->items[(b - 2) & mask], memory_order_relaxed);
-  __builtin_prefetch(after);
-  __builtin_prefetch(after + 64);
+  sched_prefetch_descriptor(
+      atomic_load_explicit(&d->items[(b - 2) & mask], memory_order_relaxed));
 }
 
 /* The same for the ready queue once local_next has popped from it: the
@@ -228,10 +236,7 @@ sched_prefetch_queued(struct worker *w) {
       __atomic_load_n(&w->queue.head, __ATOMIC_RELAXED);
   if (n) {
     sched_prefetch_thread(n);
-    const char *after =
-        (const char *)__atomic_load_n(&n->next, __ATOMIC_RELAXED);
-    __builtin_prefetch(after);
-    __builtin_prefetch(after + 64);
+    sched_prefetch_descriptor(__atomic_load_n(&n->next, __ATOMIC_RELAXED));
   }
 }
 

@@ -107,6 +107,14 @@ struct io_fd *io_fd_get_slow(int fd, bool adopt) {
 
 /* ---- the end of a descriptor's file ---- */
 
+/* Takes e (locked) out of its worker's poller if it is in one: before its
+ * file closes, for an io_uring poll holds the file open until cancelled. */
+static void entry_unregister(struct io_fd *e, int fd) {
+  if (e->registered)
+    io_backend_of()->del(io_worker_at(e->owner), fd,
+                         io_token(atomic_load(&e->gen), fd));
+}
+
 /* e (locked, classified) no longer names the file it named: a new
  * generation (its events still queued are dropped, a thread about to park
  * retries and a call in progress ends with EBADF: call_loop), every armed
@@ -154,9 +162,7 @@ long io_fd_forget_with(int fd, long (*op)(int, void *), void *arg) {
     return op(fd, arg);
   struct io_node *done = NULL;
   spin_lock(&e->lock);
-  if (e->registered)
-    io_backend_of()->del(io_worker_at(e->owner), fd,
-                         io_token(atomic_load(&e->gen), fd));
+  entry_unregister(e, fd);
   for (struct io_node *n = e->head[0]; n; n = n->next)
     if (n->ring) /* its recv finds this file, and its thread cancels it */
       io_backend_of()->flush(n->ring_iw);
@@ -178,20 +184,17 @@ void io_fd_created(int fd) {
     return;
   struct io_node *done = NULL;
   spin_lock(&e->lock);
-  /* Still registered: its old file was closed behind our back (stdio's
-   * fclose). epoll forgot it with the file; an io_uring poll holds the
-   * file open until cancelled, so cancel it now, late as it is. */
-  if (e->registered)
-    io_backend_of()->del(io_worker_at(e->owner), fd,
-                         io_token(atomic_load(&e->gen), fd));
-  /* Classified: the number named another file, closed without us. What
-   * waited on that one ends with EBADF, as after a close through us;
-   * left parked, the new file's first edge would perform an old waiter's
-   * call on it and hand the new file's data to the wrong thread. */
-  if (atomic_load(&e->kind))
+  /* Classified: the number named another file, closed behind our back
+   * (stdio's fclose). epoll forgot it with the file; an io_uring poll
+   * holds the file open until cancelled, so cancel it now, late as it
+   * is. What waited on that file ends with EBADF, as after a close
+   * through us; left parked, the new file's first edge would perform an
+   * old waiter's call on it and hand the new file's data to the wrong
+   * thread. (Only a classified entry is ever registered.) */
+  if (atomic_load(&e->kind)) {
+    entry_unregister(e, fd);
     entry_forget(e, &done);
-  e->registered = false;
-  atomic_store(&e->kind, FD_UNKNOWN); /* classified on first use */
+  }
   spin_unlock(&e->lock);
   io_ready_all(done);
 }

@@ -198,16 +198,21 @@ struct io_fd_cold {
 extern _Atomic(struct io_fd *) io_fd_chunks[IO_FD_MAX_CHUNKS];
 struct io_fd *io_fd_chunk_make(uint32_t c); /* (fdtable.c) */
 struct io_fd *io_fd_get_slow(int fd, bool adopt);
+/* The entry for fd if its chunk is made, else NULL (also for fd < 0). */
+static inline struct io_fd *io_fd_entry_made(uint32_t fd) {
+  if (unlikely(fd >= IO_FD_CHUNK * IO_FD_MAX_CHUNKS))
+    return NULL; /* negative too */
+  struct io_fd *chunk = atomic_load_explicit(
+      &io_fd_chunks[fd >> IO_FD_CHUNK_SHIFT], memory_order_acquire);
+  return chunk ? &chunk[fd & (IO_FD_CHUNK - 1)] : NULL;
+}
 /* The entry for fd (NULL only for fd < 0 or out of memory). */
 static inline struct io_fd *io_fd_entry(int fd) {
-  if (unlikely((uint32_t)fd >= IO_FD_CHUNK * IO_FD_MAX_CHUNKS))
-    return NULL; /* negative too */
-  uint32_t c = (uint32_t)fd >> IO_FD_CHUNK_SHIFT;
-  struct io_fd *chunk =
-      atomic_load_explicit(&io_fd_chunks[c], memory_order_acquire);
-  if (unlikely(!chunk) && !(chunk = io_fd_chunk_make(c)))
-    return NULL;
-  return &chunk[(uint32_t)fd & (IO_FD_CHUNK - 1)];
+  struct io_fd *e = io_fd_entry_made((uint32_t)fd);
+  if (likely(e) || (uint32_t)fd >= IO_FD_CHUNK * IO_FD_MAX_CHUNKS)
+    return e;
+  struct io_fd *chunk = io_fd_chunk_make((uint32_t)fd >> IO_FD_CHUNK_SHIFT);
+  return chunk ? &chunk[(uint32_t)fd & (IO_FD_CHUNK - 1)] : NULL;
 }
 /* Hints for a poller about to hand a batch of events to io_deliver:
  * io_prefetch_entry fetches the entry a token names (all of a batch's at
@@ -218,21 +223,13 @@ static inline struct io_fd *io_fd_entry(int fd) {
  * never read (it may be leaving its list: the read of head is unlocked);
  * a token that names no entry (the wake-up token, a chunk never made)
  * fetches nothing. */
-static inline struct io_fd *io_entry_if_made(uint64_t token) {
-  uint32_t fd = (uint32_t)token;
-  if (fd >= IO_FD_CHUNK * IO_FD_MAX_CHUNKS)
-    return NULL;
-  struct io_fd *chunk = atomic_load_explicit(
-      &io_fd_chunks[fd >> IO_FD_CHUNK_SHIFT], memory_order_relaxed);
-  return chunk ? &chunk[fd & (IO_FD_CHUNK - 1)] : NULL;
-}
 static inline void io_prefetch_entry(uint64_t token) {
-  struct io_fd *e = io_entry_if_made(token);
+  struct io_fd *e = io_fd_entry_made((uint32_t)token);
   if (e)
     __builtin_prefetch(e);
 }
 static inline void io_prefetch_waiter(uint64_t token) {
-  struct io_fd *e = io_entry_if_made(token);
+  struct io_fd *e = io_fd_entry_made((uint32_t)token);
   struct io_node *n = e ? __atomic_load_n(&e->head[0], __ATOMIC_RELAXED) : NULL;
   if (n)
     __builtin_prefetch(n);
