@@ -14,6 +14,8 @@
  *
  * test_scaled(n, min) shortens long loops under emulators:
  * SWARM_TEST_SCALE=0.25 makes n four times smaller, never below min.
+ * test_time_in(clock, ns) is the absolute time ns from now on clock (a
+ * timed wait's deadline).
  */
 #ifndef SWARM_TEST_CHECK_H
 #define SWARM_TEST_CHECK_H
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifndef CHECK_ON_FAIL
 #define CHECK_ON_FAIL() exit(1)
@@ -71,6 +74,18 @@ static inline long test_scaled(long n, long min) {
     }
   }
   return n;
+}
+
+static inline struct timespec test_time_in(int clock, long long ns) {
+  struct timespec t;
+  clock_gettime(clock, &t);
+  t.tv_sec += (time_t)(ns / 1000000000LL);
+  t.tv_nsec += (long)(ns % 1000000000LL);
+  if (t.tv_nsec >= 1000000000L) {
+    t.tv_sec++;
+    t.tv_nsec -= 1000000000L;
+  }
+  return t;
 }
 
 #define TEST_PASS(name) printf("PASS %s\n", name)

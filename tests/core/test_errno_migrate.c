@@ -55,13 +55,7 @@ static void migrate_point(long i) {
     swarm_cond_broadcast(&c);
     swarm_mutex_unlock(&m);
   } else if (i % 16 == 1) {
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    t.tv_nsec += 100000;
-    if (t.tv_nsec >= 1000000000L) {
-      t.tv_sec++;
-      t.tv_nsec -= 1000000000L;
-    }
+    struct timespec t = test_time_in(CLOCK_REALTIME, 100000);
     swarm_mutex_lock(&m);
     swarm_cond_timedwait(&c, &m, &t);
     swarm_mutex_unlock(&m);

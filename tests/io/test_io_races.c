@@ -128,18 +128,20 @@ static void close_while_waited(void) {
  * pipe() does): the parked read ends with EBADF instead of staying on the
  * list, where the new pipe's first edge performed it on the new file (the
  * new pipe's byte read by the old waiter), and the new pipe works. */
+static atomic_int old_reader_done;
+
 static void *read_old_file(void *arg) {
   int fd = (int)(intptr_t)arg;
   char c = 0;
   ssize_t r = swarm_read(fd, &c, 1);
   CHECK(r == -1, "the old file's reader got %zd byte(s) ('%c')", r, c);
   CHECK_EQ(ERRNO, EBADF);
-  atomic_store(&parked, 1); /* done */
+  atomic_store(&old_reader_done, 1);
   return NULL;
 }
 
 static void number_reborn(void) {
-  atomic_store(&parked, 0);
+  atomic_store(&old_reader_done, 0);
   int old[2], fresh[2];
   CHECK(pipe(old) == 0);
   swarm_thread_t t;
@@ -151,9 +153,10 @@ static void number_reborn(void) {
   CHECK(pipe(fresh) == 0);
   CHECK_EQ(fresh[0], old[0]); /* the lowest free number, as POSIX says */
   io_fd_created(fresh[0]);
-  for (int i = 0; i < 10000 && !atomic_load(&parked); i++)
+  for (int i = 0; i < 10000 && !atomic_load(&old_reader_done); i++)
     swarm_sleep_ns(1000000);
-  CHECK(atomic_load(&parked), "the old file's reader still parked after 10 s");
+  CHECK(atomic_load(&old_reader_done),
+        "the old file's reader still parked after 10 s");
   CHECK(swarm_join(t, NULL) == 0);
   CHECK_EQ(swarm_write(fresh[1], "N", 1), 1);
   char c = 0;

@@ -82,13 +82,7 @@ static void migrate_point(long i) {
     pthread_cond_broadcast(&c);
     pthread_mutex_unlock(&m);
   } else if (i % 16 == 1) {
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    t.tv_nsec += 100000;
-    if (t.tv_nsec >= 1000000000L) {
-      t.tv_sec++;
-      t.tv_nsec -= 1000000000L;
-    }
+    struct timespec t = test_time_in(CLOCK_REALTIME, 100000);
     pthread_mutex_lock(&m);
     pthread_cond_timedwait(&c, &m, &t);
     pthread_mutex_unlock(&m);

@@ -100,13 +100,7 @@ static void *busy(void *arg) {
       pthread_cond_timedwait(&busy_cond, &busy_m, &t);
       pthread_mutex_unlock(&busy_m);
     } else if (i % 4 == 1) {
-      struct timespec t;
-      clock_gettime(CLOCK_REALTIME, &t);
-      t.tv_nsec += 200000;
-      if (t.tv_nsec >= 1000000000L) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000L;
-      }
+      struct timespec t = test_time_in(CLOCK_REALTIME, 200000);
       sem_timedwait(&busy_sem, &t);
     }
     /* Every round sleeps: with one worker, threads that never leave it

@@ -88,13 +88,7 @@ static int child_main(void) {
   pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
   pthread_cond_t c = PTHREAD_COND_INITIALIZER;
   for (int i = 0; i < 3; i++) {
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_nsec += 1000000;
-    if (dl.tv_nsec >= 1000000000L) {
-      dl.tv_sec++;
-      dl.tv_nsec -= 1000000000L;
-    }
+    struct timespec dl = test_time_in(CLOCK_REALTIME, 1000000);
     if (pthread_mutex_lock(&m) != 0)
       return 2;
     int r = pthread_cond_timedwait(&c, &m, &dl);

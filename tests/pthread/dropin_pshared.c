@@ -286,13 +286,7 @@ static void private_cond_with_futex_mutex(void) {
   for (int i = 0; i < 4; i++)
     CHECK_EQ(pthread_join(t[i], NULL), 0);
   CHECK_EQ(served, 200);
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  ts.tv_nsec += 2000000;
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
+  struct timespec ts = test_time_in(CLOCK_REALTIME, 2000000);
   CHECK_EQ(pthread_mutex_lock(&turn_m), 0);
   CHECK_EQ(pthread_cond_timedwait(&turn_c, &turn_m, &ts), ETIMEDOUT);
   CHECK_EQ(pthread_mutex_unlock(&turn_m), 0); /* held again after it */

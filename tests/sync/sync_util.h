@@ -10,15 +10,7 @@
 
 /* An absolute time `ms` from now on `clock`. */
 static inline struct timespec in_ms(int clock, long ms) {
-  struct timespec t;
-  clock_gettime(clock, &t);
-  t.tv_sec += ms / 1000;
-  t.tv_nsec += (ms % 1000) * 1000000L;
-  if (t.tv_nsec >= 1000000000L) {
-    t.tv_sec++;
-    t.tv_nsec -= 1000000000L;
-  }
-  return t;
+  return test_time_in(clock, ms * 1000000LL);
 }
 
 static inline long long mono_ms(void) {

@@ -52,12 +52,8 @@ static void *mixer(void *arg) {
       r = swarm_mutex_lock(&m);
       break;
     case 1: {
-      struct timespec t = in_ms(CLOCK_MONOTONIC, 0);
-      t.tv_nsec += 20000; /* 20 us: often times out under contention */
-      if (t.tv_nsec >= 1000000000L) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000L;
-      }
+      /* 20 us: often times out under contention */
+      struct timespec t = test_time_in(CLOCK_MONOTONIC, 20000);
       r = swarm_mutex_timedlock(&m, CLOCK_MONOTONIC, &t);
       CHECK(r == 0 || r == ETIMEDOUT);
       break;
