@@ -208,7 +208,8 @@ struct worker_stats { /* written by the owner only */
   uint64_t parks;
   uint64_t sleeps;
   uint64_t stacks_mapped;
-  uint64_t inlined; /* inline.c: spawns that ran as a call */
+  uint64_t inlined;   /* inline.c: spawns that ran as a call */
+  uint64_t polls_due; /* sched.c: polls the monitor asked for */
 };
 
 /* What the "after" function of the next context switch must do. */
@@ -284,8 +285,15 @@ struct worker {
   uint64_t monitor_seen_run;   /* monitor-only: stats.run at the last tick */
   uint32_t monitor_stalled;    /* monitor-only: ticks without progress */
   uint32_t monitor_blocked;    /* monitor-only: of those, seen blocked */
+  bool monitor_io_stale;       /* monitor-only: its I/O at the last tick */
   int tid;                     /* its kernel thread's id (for the monitor) */
   _Atomic uint32_t preempt_requested; /* preempt.c: set by the monitor */
+  /* Set by the monitor (its I/O is stale while it switches threads): the
+   * next park goes through the scheduler loop, which polls (sched.c,
+   * sched_poll_due). While ready_to_queue (owner-only) is set, swarm_ready
+   * queues to this worker's ready queue, behind what already waits. */
+  _Atomic uint32_t io_poll_due;
+  bool ready_to_queue;
   /* The drop-in's signal kicks (pthread/signal.c): set when one sends the
    * runtime's interrupt signal to this kernel thread, cleared first thing
    * in its handler; while set, further kicks send nothing, as the kernel
@@ -502,10 +510,10 @@ void stack_pool_after_fork(void);
  * constructor; NULL when it is not linked in). Core calls them at its poll
  * points and never includes io headers. */
 struct swarm_io_hooks {
-  /* Worker w, in its scheduler loop with no local work: performs the I/O
-   * that became possible and makes the threads whose call completed
-   * runnable on w. Must be cheap when w has nothing registered. */
-  void (*poll)(struct worker *w);
+  /* Worker w, in its scheduler loop with no local work (or `due`: the
+   * monitor's io_poll_due, never skipped): performs the I/O that became
+   * possible, readies the threads whose call completed. Cheap when idle. */
+  void (*poll)(struct worker *w, bool due);
   /* Idle worker w sleeps here instead of on its futex (an epoll_wait that
    * I/O readiness or ->wake ends), at most timeout_ns, and not at all if
    * w->sleep_word no longer equals seq. false: it cannot (nothing
@@ -514,11 +522,15 @@ struct swarm_io_hooks {
   /* Called after w->sleep_word was advanced: wakes w if it sleeps in
    * ->sleep. true if w was inside ->sleep (the futex wake is unneeded). */
   bool (*wake)(struct worker *w);
-  /* The monitor: polls w's I/O if nobody has for stale_ns. Returns the
-   * number of threads made runnable. */
-  int (*poll_stale)(struct worker *w, uint64_t now_ns, uint64_t stale_ns);
-  /* true while threads are parked waiting for I/O: the monitor keeps its
-   * short tick. */
+  /* The monitor: whether w's I/O is stale (threads wait for I/O, w does
+   * not sleep in its own poll and nobody polled it for stale_ns): -1 when
+   * not (the monitor need not look again soon for w's I/O); when it is,
+   * with `poll` it polls it and returns the number of threads made
+   * runnable, without it returns 0. */
+  int (*poll_stale)(struct worker *w, uint64_t now_ns, uint64_t stale_ns,
+                    bool poll);
+  /* true while threads are parked waiting for I/O: the monitor's tick
+   * backs off no further than MONITOR_TICK_IO_MAX_NS. */
   bool (*waiting)(void);
   /* In a fork child, before the runtime restarts. */
   void (*after_fork)(void);

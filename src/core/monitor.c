@@ -11,16 +11,28 @@
  * nothing runs them, nothing polls the workers' epolls, and nothing fires
  * their timers. The monitor covers that:
  *
- *  - Every tick (MONITOR_TICK_MIN_NS while anything waits for I/O or
- *    something looked stalled, doubling up to MONITOR_TICK_MAX_NS
- *    otherwise) it looks at each worker:
- *      * I/O: through the I/O layer's poll_stale hook it polls the epoll of
- *        every worker that has not polled for MONITOR_IO_STALE_NS, performs
- *        the pending calls and readies the threads (swarm_ready from a
+ *  - Every tick (MONITOR_TICK_MIN_NS while a worker's I/O is stale or
+ *    something looked stalled, doubling up to MONITOR_TICK_IO_MAX_NS while
+ *    threads wait for I/O the workers poll on their own, and up to
+ *    MONITOR_TICK_MAX_NS otherwise) it looks at each worker:
+ *      * I/O (monitor_io): a worker that has not polled its epoll for
+ *        MONITOR_IO_STALE_NS but keeps switching threads (a run queue that
+ *        never empties, so its own poll point is not reached) is asked to
+ *        poll at its next park (io_poll_due, sched.c), where the readied
+ *        threads join its ready queue behind those already there. One that
+ *        does not switch (a thread that computes, a kernel thread blocked),
+ *        or still has not polled a tick after being asked, is polled from
+ *        here through the I/O layer's poll_stale hook: the pending calls
+ *        are performed and the threads readied (swarm_ready from a
  *        non-worker: a ready queue), and, if no worker sleeps and none has
- *        switched threads for two ticks, activates a spare to run them. This is
- * what notices readiness and acts on it within about a millisecond while all
- * workers run CPU-bound threads.
+ *        switched threads for two ticks, a spare is activated to run them.
+ *        So readiness is noticed and acted on within a few milliseconds
+ *        (the stale time, plus a tick that may have backed off to 4 ms
+ *        while the workers polled for themselves) while all workers run
+ *        CPU-bound threads, and a busy server's worker is not preempted by
+ *        this thread every half millisecond to have its I/O done for it
+ *        (which cost a one-CPU ping-pong server 8-15% of its CPU in this
+ *        thread at 1,024 connections; docs/io.md, "The monitor's polls").
  *      * progress: a worker that is awake, has threads queued (deque or
  *        ready queue) and has not switched to any thread (stats.run, which
  *        the owner bumps at every switch but the exit's fast hand-off, with
@@ -82,8 +94,10 @@
 
 #define MONITOR_TICK_MIN_NS 500000ull   /* 0.5 ms */
 #define MONITOR_TICK_MAX_NS 10000000ull /* 10 ms */
-#define MONITOR_IO_STALE_NS 1000000ull  /* 1 ms */
-#define MONITOR_STALL_TICKS 2           /* a worker blocked in the kernel */
+/* while threads wait for I/O that the workers poll on their own */
+#define MONITOR_TICK_IO_MAX_NS 4000000ull /* 4 ms */
+#define MONITOR_IO_STALE_NS 1000000ull    /* 1 ms */
+#define MONITOR_STALL_TICKS 2             /* a worker blocked in the kernel */
 #define MONITOR_HOG_TICKS 200 /* one running (or preempted): ~100 ms */
 #define MONITOR_MAX_SPARES 64
 
@@ -230,6 +244,32 @@ static bool help_possible(void) {
   return atomic_load(&swarm_rt.idle_workers) > 0;
 }
 
+/* The I/O of regular worker w: nothing if it polled within
+ * MONITOR_IO_STALE_NS (or sleeps in its poll, or nothing waits). Stale
+ * while it switches threads (a run queue that does not empty, so its own
+ * poll point is not reached): ask it to poll at its next park
+ * (io_poll_due, sched.c), where the readied threads join its ready queue
+ * without a cross-thread hand-off or a preemption of the worker by this
+ * thread. Stale while it does not switch (one thread computes, or its
+ * kernel thread is blocked), or still stale a tick after the request:
+ * poll it from here, readying the threads through ready queues. Sets
+ * w->monitor_io_stale (keep the short tick); true if threads were
+ * readied. */
+static bool monitor_io(const struct swarm_io_hooks *io, struct worker *w,
+                       uint64_t now) {
+  bool asked = atomic_load_explicit(&w->io_poll_due, memory_order_relaxed);
+  int polled;
+  if (!asked && w->monitor_stalled == 0) {
+    polled = io->poll_stale(w, now, MONITOR_IO_STALE_NS, false);
+    if (polled >= 0)
+      atomic_store_explicit(&w->io_poll_due, 1, memory_order_relaxed);
+  } else {
+    polled = io->poll_stale(w, now, MONITOR_IO_STALE_NS, true);
+  }
+  w->monitor_io_stale = polled >= 0;
+  return polled > 0;
+}
+
 /* One look at every worker. Returns true if something needed attention. */
 static bool monitor_tick(const struct swarm_io_hooks *io, uint64_t now) {
   bool busy = false, io_readied = false;
@@ -239,8 +279,6 @@ static bool monitor_tick(const struct swarm_io_hooks *io, uint64_t now) {
     bool spare = i >= swarm_rt.nworkers;
     if (spare && !atomic_load(&w->spare_active))
       continue;
-    if (io && !spare && io->poll_stale(w, now, MONITOR_IO_STALE_NS) > 0)
-      busy = io_readied = true;
     /* stats.run (resumes), spawns (first runs) and exits (whose fast
      * hand-off is not in stats.run): written by the owner only, read here
      * approximately. */
@@ -257,6 +295,10 @@ static bool monitor_tick(const struct swarm_io_hooks *io, uint64_t now) {
       w->monitor_blocked = 0;
     }
     w->monitor_seen_run = run;
+    if (io && !spare && monitor_io(io, w, now))
+      busy = io_readied = true;
+    else if (io && !spare && w->monitor_io_stale)
+      busy = true;
     if (w->monitor_stalled > 0 && has_queued(w) && help_possible())
       busy = true; /* keep the short tick while help could come */
     preempt_tick(w, w->monitor_stalled, has_queued(w));
@@ -327,10 +369,14 @@ static void *monitor_main(void *arg) {
     const struct swarm_io_hooks *io =
         atomic_load_explicit(&swarm_io_hooks, memory_order_acquire);
     bool busy = monitor_tick(io, os_now_ns_inline());
-    if (busy || (io && io->waiting()))
+    uint64_t cap =
+        io && io->waiting() ? MONITOR_TICK_IO_MAX_NS : MONITOR_TICK_MAX_NS;
+    if (busy)
       tick = MONITOR_TICK_MIN_NS;
-    else if (tick < MONITOR_TICK_MAX_NS)
+    else if (tick < cap)
       tick *= 2;
+    if (tick > cap)
+      tick = cap;
   }
   return NULL;
 }

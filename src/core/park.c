@@ -206,7 +206,13 @@ park_here(struct worker *w, swarm_commit_fn commit, void *arg,
   w->handoff = self;
   w->stats.parks++;
   self->saved_errno = os_errno_get();
-  switch_to(w, &self->sp, local_next(w), w->after_park);
+  /* The monitor asked for a poll (sched.c, sched_poll_due): the scheduler
+   * loop makes it, then runs the next thread. */
+  struct swarm_thread *next =
+      unlikely(atomic_load_explicit(&w->io_poll_due, memory_order_relaxed))
+          ? NULL
+          : local_next(w);
+  switch_to(w, &self->sp, next, w->after_park);
   /* resumed, perhaps on another worker: w is stale */
   os_errno_set(self->saved_errno);
 }
@@ -285,6 +291,11 @@ void swarm_ready(struct swarm_thread *t) {
   struct worker *w = worker_current();
   TRACE_READY(w, t);
   if (w || t->kind == THREAD_EXTERNAL) {
+    if (unlikely(w && w->ready_to_queue) && t->kind != THREAD_EXTERNAL &&
+        t->pinned_worker < 0) {
+      queue_push_and_wake(w, t, w); /* behind the run queue: sched.c */
+      return;
+    }
     make_runnable(w, t);
     return;
   }

@@ -344,17 +344,37 @@ static void worker_sleep(struct worker *w, int64_t timeout_ns) {
     monitor_kick();
 }
 
+/* The monitor found w's I/O stale while w kept switching threads (its run
+ * queue never empties, so the poll point below is not reached): poll now,
+ * from the scheduler loop (park_here comes here while io_poll_due is set),
+ * and queue the readied threads behind those already waiting, so a long
+ * run queue cannot starve its oldest threads. The monitor polls for a
+ * worker that does not switch at all (monitor.c). */
+static __attribute__((noinline)) void sched_poll_due(struct worker *w) {
+  atomic_store_explicit(&w->io_poll_due, 0, memory_order_relaxed);
+  const struct swarm_io_hooks *io =
+      atomic_load_explicit(&swarm_io_hooks, memory_order_relaxed);
+  if (!io)
+    return;
+  w->stats.polls_due++;
+  w->ready_to_queue = true;
+  io->poll(w, true);
+  w->ready_to_queue = false;
+}
+
 static void sched_loop(struct worker *w) {
   unsigned spins = 0;
   int64_t backoff = SLEEP_MIN_NS;
   for (;;) {
     timers_poll(w);
+    if (unlikely(atomic_load_explicit(&w->io_poll_due, memory_order_relaxed)))
+      sched_poll_due(w);
     struct swarm_thread *t = local_next(w);
     if (!t) { /* due I/O before stealing (src/io; cheap when none waits) */
       const struct swarm_io_hooks *io =
           atomic_load_explicit(&swarm_io_hooks, memory_order_relaxed);
       if (io) {
-        io->poll(w);
+        io->poll(w, false);
         t = local_next(w);
       }
     }

@@ -74,15 +74,15 @@ void swarm_stats_print(void) {
   int fd =
       swarm_rt.print_stats && swarm_rt.stats_fd >= 0 ? swarm_rt.stats_fd : 2;
   fflush(stderr);
-  dprintf(fd, "swarm stats: %-6s %12s %12s %12s %12s %10s %8s %8s %12s\n",
+  dprintf(fd, "swarm stats: %-6s %12s %12s %12s %12s %10s %8s %8s %12s %10s\n",
           "worker", "spawned", "run", "steal_tries", "steals", "parks",
-          "sleeps", "stacks", "inlined");
+          "sleeps", "stacks", "inlined", "polls_due");
   for (int i = 0; i < swarm_rt.nslots; i++) { /* spares too */
     swarm_stats_t s;
     worker_counters(&swarm_rt.workers[i], &s);
     dprintf(fd,
             "swarm stats: %-6d %12llu %12llu %12llu %12llu %10llu %8llu "
-            "%8llu %12llu\n",
+            "%8llu %12llu %10llu\n",
             i, (unsigned long long)s.threads_spawned,
             (unsigned long long)s.threads_run,
             (unsigned long long)s.steals_tried,
@@ -90,7 +90,9 @@ void swarm_stats_print(void) {
             (unsigned long long)s.worker_sleeps,
             (unsigned long long)s.stacks_mapped,
             (unsigned long long)__atomic_load_n(
-                &swarm_rt.workers[i].stats.inlined, __ATOMIC_RELAXED));
+                &swarm_rt.workers[i].stats.inlined, __ATOMIC_RELAXED),
+            (unsigned long long)__atomic_load_n(
+                &swarm_rt.workers[i].stats.polls_due, __ATOMIC_RELAXED));
   }
   dprintf(fd, "swarm stats: guard pages by %s, default stack %zu bytes\n",
           os_guard_kind(), swarm_rt.default_stack);

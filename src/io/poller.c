@@ -723,7 +723,7 @@ int io_wait_many(struct io_node *nodes, int count, uint64_t deadline) {
 
 /* ---- hooks called by core ---- */
 
-static void hook_poll(struct worker *w) {
+static void hook_poll(struct worker *w, bool due) {
   if (atomic_load_explicit(&io.nwaiting, memory_order_relaxed) == 0)
     return;
   /* a spare polls the poller it registers in (its regular worker's) */
@@ -733,7 +733,7 @@ static void hook_poll(struct worker *w) {
   const struct io_backend *be = backend();
   bool owner = worker_index(w) == w->id;
   bool backoff = owner && !be->poll_is_free;
-  if (backoff && iw->idle_skip > 0) {
+  if (backoff && !due && iw->idle_skip > 0) {
     iw->idle_skip--;
     return;
   }
@@ -779,15 +779,18 @@ static bool hook_wake(struct worker *w) {
   return true;
 }
 
-static int hook_poll_stale(struct worker *w, uint64_t now, uint64_t stale) {
+static int hook_poll_stale(struct worker *w, uint64_t now, uint64_t stale,
+                           bool poll) {
   if (atomic_load_explicit(&io.nwaiting, memory_order_relaxed) == 0)
-    return 0;
+    return -1;
   struct io_worker *iw = &io.workers[w->id];
   if (!atomic_load_explicit(&iw->ready, memory_order_acquire) ||
       atomic_load_explicit(&iw->in_sleep, memory_order_relaxed))
-    return 0;
+    return -1;
   uint64_t last = atomic_load_explicit(&iw->polled_ns, memory_order_relaxed);
   if (now - last < stale)
+    return -1;
+  if (!poll)
     return 0;
   int readied = 0;
   backend()->wait(iw, 0, false, &readied);
