@@ -4,10 +4,11 @@
  * Each call has the semantics, return value and errno of the libc call it
  * is named after, with one difference: where the libc call would block the
  * kernel thread, these block only the calling swarm thread. The runtime
- * makes each call without blocking, parks the thread on the descriptor, and an
- * idle worker (or the monitor, within about a millisecond, even while every
- * worker computes) performs the call when the descriptor becomes ready and
- * makes the thread runnable again.
+ * makes each call without blocking, parks the thread on the descriptor, and a
+ * worker (an idle one; a busy one at the monitor's request; or the monitor
+ * itself, within a few milliseconds, even while every worker computes)
+ * performs the call when the descriptor becomes ready and makes the thread
+ * runnable again.
  *
  * Descriptors:
  *  - Sockets, pipes, FIFOs, character devices that epoll accepts, eventfd,
