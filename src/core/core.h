@@ -285,7 +285,6 @@ struct worker {
   uint64_t monitor_seen_run;   /* monitor-only: stats.run at the last tick */
   uint32_t monitor_stalled;    /* monitor-only: ticks without progress */
   uint32_t monitor_blocked;    /* monitor-only: of those, seen blocked */
-  bool monitor_io_stale;       /* monitor-only: its I/O at the last tick */
   int tid;                     /* its kernel thread's id (for the monitor) */
   _Atomic uint32_t preempt_requested; /* preempt.c: set by the monitor */
   /* Set by the monitor (its I/O is stale while it switches threads): the

@@ -31,7 +31,7 @@
  *        while the workers polled for themselves) while all workers run
  *        CPU-bound threads, and a busy server's worker is not preempted by
  *        this thread every half millisecond to have its I/O done for it
- *        (which cost a one-CPU ping-pong server 8-15% of its CPU in this
+ *        (which cost a one-CPU ping-pong server 12-18% of its CPU in this
  *        thread at 1,024 connections; docs/io.md, "The monitor's polls").
  *      * progress: a worker that is awake, has threads queued (deque or
  *        ready queue) and has not switched to any thread (stats.run, which
@@ -252,11 +252,10 @@ static bool help_possible(void) {
  * without a cross-thread hand-off or a preemption of the worker by this
  * thread. Stale while it does not switch (one thread computes, or its
  * kernel thread is blocked), or still stale a tick after the request:
- * poll it from here, readying the threads through ready queues. Sets
- * w->monitor_io_stale (keep the short tick); true if threads were
- * readied. */
-static bool monitor_io(const struct swarm_io_hooks *io, struct worker *w,
-                       uint64_t now) {
+ * poll it from here, readying the threads through ready queues. Returns
+ * poll_stale's answer: -1 not stale, else the threads readied here. */
+static int monitor_io(const struct swarm_io_hooks *io, struct worker *w,
+                      uint64_t now) {
   bool asked = atomic_load_explicit(&w->io_poll_due, memory_order_relaxed);
   int polled;
   if (!asked && w->monitor_stalled == 0) {
@@ -266,8 +265,7 @@ static bool monitor_io(const struct swarm_io_hooks *io, struct worker *w,
   } else {
     polled = io->poll_stale(w, now, MONITOR_IO_STALE_NS, true);
   }
-  w->monitor_io_stale = polled >= 0;
-  return polled > 0;
+  return polled;
 }
 
 /* One look at every worker. Returns true if something needed attention. */
@@ -295,10 +293,11 @@ static bool monitor_tick(const struct swarm_io_hooks *io, uint64_t now) {
       w->monitor_blocked = 0;
     }
     w->monitor_seen_run = run;
-    if (io && !spare && monitor_io(io, w, now))
-      busy = io_readied = true;
-    else if (io && !spare && w->monitor_io_stale)
+    int polled = io && !spare ? monitor_io(io, w, now) : -1;
+    if (polled >= 0) /* stale: keep the short tick */
       busy = true;
+    if (polled > 0)
+      io_readied = true;
     if (w->monitor_stalled > 0 && has_queued(w) && help_possible())
       busy = true; /* keep the short tick while help could come */
     preempt_tick(w, w->monitor_stalled, has_queued(w));
