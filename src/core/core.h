@@ -220,6 +220,7 @@ enum after_action {
   AFTER_RELEASE_STACK, /* exit: return dead_stack to the cache */
 };
 
+enum worker_due { DUE_IO_POLL = 1, DUE_GIVE_STACKS = 2 };
 struct worker {
   /* ---- owner-only, hot ---- */
   struct swarm_thread *current; /* the thread running now (or NULL) */
@@ -244,16 +245,13 @@ struct worker {
    * else 0, which no stack has. One compare on the exit path. */
   size_t exit_cache_size;
   /* How many more exiting threads may leave their stack on their
-   * descriptor (STACK_KEEP_MAX, 0 when traced): an exit that keeps takes
-   * one, a spawn that reuses a kept stack gives one back. Whatever worker
-   * gives back, every worker's count of keeps not given back stays at most
-   * STACK_KEEP_MAX, so the kept stacks, all workers together, are at most
-   * nslots * STACK_KEEP_MAX. */
+   * descriptor (STACK_KEEP_MAX, 0 when traced): a keep takes one; a spawn
+   * that reuses a kept stack, or a drop of one, gives one back (on any
+   * worker), so the kept stacks are at most nslots * STACK_KEEP_MAX. */
   int32_t stack_keep_room;
   /* The size of a kept stack swarm_spawn takes on its fast path: the
    * default size, or SIZE_MAX (no stack has it) when spawn has an after
-   * step (traced; the portable back end), so that path need not test for
-   * one. */
+   * step (traced; the portable back end): that path tests for no step. */
   size_t spawn_keep_size;
   /* inline.c: how many threads the deque must hold for a spawn with the
    * inline opt-in to run inline here (SWARM_INLINE_DEPTH, copied on the
@@ -287,11 +285,12 @@ struct worker {
   uint32_t monitor_blocked;    /* monitor-only: of those, seen blocked */
   int tid;                     /* its kernel thread's id (for the monitor) */
   _Atomic uint32_t preempt_requested; /* preempt.c: set by the monitor */
-  /* Set by the monitor (its I/O is stale while it switches threads): the
-   * next park goes through the scheduler loop, which polls (sched.c,
-   * sched_poll_due). While ready_to_queue (owner-only) is set, swarm_ready
-   * queues to this worker's ready queue, behind what already waits. */
-  _Atomic uint32_t io_poll_due;
+  /* Asked of it (enum worker_due; its next park goes to sched.c's
+   * sched_due): poll (the monitor: its I/O is stale while it switches
+   * threads; while ready_to_queue, owner-only, is set, swarm_ready queues
+   * here, behind what waits); give back free stacks (a spawn at a memory
+   * limit, stack.c). */
+  _Atomic uint32_t due;
   bool ready_to_queue;
   /* The drop-in's signal kicks (pthread/signal.c): set when one sends the
    * runtime's interrupt signal to this kernel thread, cleared first thing
@@ -510,7 +509,7 @@ void stack_pool_after_fork(void);
  * points and never includes io headers. */
 struct swarm_io_hooks {
   /* Worker w, in its scheduler loop with no local work (or `due`: the
-   * monitor's io_poll_due, never skipped): performs the I/O that became
+   * monitor's DUE_IO_POLL, never skipped): performs the I/O that became
    * possible, readies the threads whose call completed. Cheap when idle. */
   void (*poll)(struct worker *w, bool due);
   /* Idle worker w sleeps here instead of on its futex (an epoll_wait that
@@ -820,6 +819,7 @@ static inline char *thread_stack_top(struct stack_ref s) {
 int stack_alloc_slow(struct worker *w, size_t size, struct stack_ref *out);
 void stack_release_slow(struct worker *w, struct stack_ref s);
 void stack_cache_flush(struct worker *w);
+void stack_give_back(struct worker *w); /* owner: DUE_GIVE_STACKS */
 void stack_pool_shutdown(void);
 #ifdef SWARM_ASAN
 void stack_unpoison(struct stack_ref s);

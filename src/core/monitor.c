@@ -18,7 +18,7 @@
  *      * I/O (monitor_io): a worker that has not polled its epoll for
  *        MONITOR_IO_STALE_NS but keeps switching threads (a run queue that
  *        never empties, so its own poll point is not reached) is asked to
- *        poll at its next park (io_poll_due, sched.c), where the readied
+ *        poll at its next park (DUE_IO_POLL, sched.c), where the readied
  *        threads join its ready queue behind those already there. One that
  *        does not switch (a thread that computes, a kernel thread blocked),
  *        or still has not polled a tick after being asked, is polled from
@@ -168,6 +168,9 @@ static bool spare_activate(void) {
 }
 
 void spare_retire(struct worker *w) {
+  /* Its free stacks back to the pool: a spawn at a memory limit asks only
+   * running workers for theirs (stack.c, stack_reclaim). */
+  stack_give_back(w);
   atomic_store(&w->spare_active, false);
   atomic_fetch_sub(&swarm_rt.spares_active, 1);
   for (;;) {
@@ -248,7 +251,7 @@ static bool help_possible(void) {
  * MONITOR_IO_STALE_NS (or sleeps in its poll, or nothing waits). Stale
  * while it switches threads (a run queue that does not empty, so its own
  * poll point is not reached): ask it to poll at its next park
- * (io_poll_due, sched.c), where the readied threads join its ready queue
+ * (DUE_IO_POLL, sched.c), where the readied threads join its ready queue
  * without a cross-thread hand-off or a preemption of the worker by this
  * thread. Stale while it does not switch (one thread computes, or its
  * kernel thread is blocked), or still stale a tick after the request:
@@ -256,12 +259,13 @@ static bool help_possible(void) {
  * poll_stale's answer: -1 not stale, else the threads readied here. */
 static int monitor_io(const struct swarm_io_hooks *io, struct worker *w,
                       uint64_t now) {
-  bool asked = atomic_load_explicit(&w->io_poll_due, memory_order_relaxed);
+  bool asked =
+      atomic_load_explicit(&w->due, memory_order_relaxed) & DUE_IO_POLL;
   int polled;
   if (!asked && w->monitor_stalled == 0) {
     polled = io->poll_stale(w, now, MONITOR_IO_STALE_NS, false);
     if (polled >= 0)
-      atomic_store_explicit(&w->io_poll_due, 1, memory_order_relaxed);
+      atomic_fetch_or_explicit(&w->due, DUE_IO_POLL, memory_order_relaxed);
   } else {
     polled = io->poll_stale(w, now, MONITOR_IO_STALE_NS, true);
   }

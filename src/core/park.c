@@ -206,10 +206,10 @@ park_here(struct worker *w, swarm_commit_fn commit, void *arg,
   w->handoff = self;
   w->stats.parks++;
   self->saved_errno = os_errno_get();
-  /* The monitor asked for a poll (sched.c, sched_poll_due): the scheduler
-   * loop makes it, then runs the next thread. */
+  /* Something is asked of this worker (a poll, its free stacks: sched.c,
+   * sched_due): the scheduler loop does it, then runs the next thread. */
   struct swarm_thread *next =
-      unlikely(atomic_load_explicit(&w->io_poll_due, memory_order_relaxed))
+      unlikely(atomic_load_explicit(&w->due, memory_order_relaxed))
           ? NULL
           : local_next(w);
   switch_to(w, &self->sp, next, w->after_park);
@@ -338,8 +338,11 @@ void swarm_yield(void) {
     return;
   }
   timers_poll(w);
-  /* Nothing else runnable here: yielding would only come straight back. */
-  if (deque_size(&w->deque) == 0 && queue_count(&w->queue) == 0)
+  /* Nothing else runnable here: yielding would only come straight back,
+   * unless something is asked of this worker (worker.due: a poll, its free
+   * stacks), which the park does on the way (park_here). */
+  if (deque_size(&w->deque) == 0 && queue_count(&w->queue) == 0 &&
+      !atomic_load_explicit(&w->due, memory_order_relaxed))
     return;
   swarm_park(commit_requeue, NULL, SWARM_PARK_YIELD, NULL);
 }

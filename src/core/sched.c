@@ -344,14 +344,23 @@ static void worker_sleep(struct worker *w, int64_t timeout_ns) {
     monitor_kick();
 }
 
-/* The monitor found w's I/O stale while w kept switching threads (its run
- * queue never empties, so the poll point below is not reached): poll now,
- * from the scheduler loop (park_here comes here while io_poll_due is set),
- * and queue the readied threads behind those already waiting, so a long
- * run queue cannot starve its oldest threads. The monitor polls for a
- * worker that does not switch at all (monitor.c). */
-static __attribute__((noinline)) void sched_poll_due(struct worker *w) {
-  atomic_store_explicit(&w->io_poll_due, 0, memory_order_relaxed);
+/* Something is asked of w (worker.due; park_here comes here while it is
+ * set, the loop looks on every round):
+ *  - DUE_IO_POLL: the monitor found w's I/O stale while w kept switching
+ *    threads (its run queue never empties, so the poll point below is not
+ *    reached): poll now and queue the readied threads behind those already
+ *    waiting, so a long run queue cannot starve its oldest threads. The
+ *    monitor polls for a worker that does not switch at all (monitor.c).
+ *  - DUE_GIVE_STACKS: a spawn was refused at a memory limit while w held
+ *    free stacks (stack.c, stack_reclaim): give them back to the pool. */
+static __attribute__((noinline)) void sched_due(struct worker *w) {
+  uint32_t due = atomic_load_explicit(&w->due, memory_order_relaxed);
+  if (due & DUE_GIVE_STACKS)
+    stack_give_back(w); /* clears the bit once they are in the pool */
+  if (!(due & DUE_IO_POLL))
+    return;
+  atomic_fetch_and_explicit(&w->due, ~(uint32_t)DUE_IO_POLL,
+                            memory_order_relaxed);
   const struct swarm_io_hooks *io =
       atomic_load_explicit(&swarm_io_hooks, memory_order_relaxed);
   if (!io)
@@ -367,8 +376,8 @@ static void sched_loop(struct worker *w) {
   int64_t backoff = SLEEP_MIN_NS;
   for (;;) {
     timers_poll(w);
-    if (unlikely(atomic_load_explicit(&w->io_poll_due, memory_order_relaxed)))
-      sched_poll_due(w);
+    if (unlikely(atomic_load_explicit(&w->due, memory_order_relaxed)))
+      sched_due(w);
     struct swarm_thread *t = local_next(w);
     if (!t) { /* due I/O before stealing (src/io; cheap when none waits) */
       const struct swarm_io_hooks *io =

@@ -17,14 +17,21 @@
  *    memory limit (limits_stack_pool_max: 1/8 of it), and unmaps the rest,
  *    so a burst of threads does not pin its memory for ever;
  *  - at the edge (core/limits.h) a refused batch is retried as one stack,
- *    a memory cgroup is asked for room before stacks are mapped, and a
- *    refusal is EAGAIN with one line on stderr naming the limit.
+ *    a memory cgroup is asked for room before stacks are mapped; a single
+ *    stack refused brings back the free stacks other workers hold
+ *    (stack_reclaim: their caches and the stacks kept on their free
+ *    descriptors, which only their owners touch, so each is asked and
+ *    gives them to the pool at its next park or scheduler round), so that
+ *    a limit's room is not stranded in a cache the spawning worker cannot
+ *    reach; only then is it EAGAIN, with one line on stderr naming the
+ *    limit.
  * Stacks of other sizes (swarm_attr_setstacksize) are mapped and unmapped one
  * at a time.
  *
  * The free-list link of a cached stack is kept in its own top bytes.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 
 #include "core/core.h"
@@ -37,6 +44,11 @@
 
 #define STACK_BATCH 16
 #define STACK_POOL_MAX 4096
+/* How long a spawn at a memory limit waits for other workers to give back
+ * their free stacks: a worker that computes without switching answers only
+ * at its next park (the monitor preempts it after a few ticks under the
+ * drop-in), so the wait is bounded; past it the spawn says EAGAIN. */
+#define STACK_RECLAIM_WAIT_NS 20000000
 
 static struct {
   struct spinlock lock; /* LOCK_STACK_POOL */
@@ -49,30 +61,112 @@ static void stack_unmap(char *lo, size_t size) {
   os_unmap(lo - swarm_rt.guard_size, size + swarm_rt.guard_size);
 }
 
-/* Maps `count` stacks (a batch, or one), or says why not (limits.h). */
-static char *stack_map(size_t size, int count) {
+/* Bumped (and futex-woken) by every give-back (stack_give_back), which a
+ * spawn waiting in stack_reclaim sleeps on. */
+static _Atomic uint32_t stack_given;
+
+/* Maps `count` stacks (a batch, or one); NULL if refused, which is
+ * reported (limits.h: once per process, naming the limit) when `report`. */
+static char *stack_map(size_t size, int count, bool report) {
   size_t bytes = (size + swarm_rt.guard_size) * (size_t)count;
   if (!limits_cgroup_room(bytes)) {
-    limits_refused("thread stacks", bytes, LIMIT_CGROUP);
+    if (report)
+      limits_refused("thread stacks", bytes, LIMIT_CGROUP);
     return NULL;
   }
   char *base = os_map_stacks(size, swarm_rt.guard_size, count);
-  if (!base)
+  if (!base && report)
     limits_refused("thread stacks", bytes, LIMIT_KERNEL);
   return base;
 }
 
-static int stack_map_one(size_t size, struct stack_ref *out) {
-  char *base = stack_map(size, 1);
-  if (!base)
-    return EAGAIN;
-  out->lo = base + swarm_rt.guard_size;
-  out->size = size;
-  return 0;
+static bool pool_has_stacks(void) { /* a glance, without the lock */
+  return __atomic_load_n(&stack_pool.count, __ATOMIC_RELAXED) > 0;
 }
 
-/* Fills w's empty cache: from the pool, else a new batch. */
-static int stack_refill(struct worker *w, size_t size) {
+/* Unmaps every stack in the pool. */
+static void pool_drain(void) {
+  spin_lock(&stack_pool.lock);
+  while (stack_pool.head) {
+    char *lo = stack_pool.head;
+    stack_pool.head = *stack_link(lo, stack_pool.size);
+    stack_unmap(lo, stack_pool.size);
+  }
+  stack_pool.count = 0;
+  spin_unlock(&stack_pool.lock);
+}
+
+/* Gives the stacks kept on w's free descriptors (spawn.c) to w's cache,
+ * each giving back its keep (worker.stack_keep_room). Owner only. */
+static void stack_drop_kept(struct worker *w) {
+  for (struct swarm_thread *t = w->descs.head; t; t = t->next)
+    if (t->stack.size) {
+      struct stack_ref s = t->stack;
+      t->stack.lo = NULL;
+      t->stack.size = 0;
+      w->stack_keep_room++;
+      stack_release(w, s);
+    }
+}
+
+void stack_give_back(struct worker *w) {
+  stack_drop_kept(w);
+  stack_cache_flush(w);
+  /* release: the pool's stacks before the answer */
+  atomic_fetch_and_explicit(&w->due, ~(uint32_t)DUE_GIVE_STACKS,
+                            memory_order_release);
+  atomic_fetch_add_explicit(&stack_given, 1, memory_order_release);
+  os_futex_wake(&stack_given, INT_MAX);
+}
+
+/* A stack of `size` could not be mapped at a limit: brings back the free
+ * stacks the other workers hold (self's own kept ones to its cache), and
+ * for a size other than the default also unmaps the pool's, to make room.
+ * Asks every running worker but self (DUE_GIVE_STACKS), wakes it, and
+ * waits until the pool has stacks, every worker asked has answered, or
+ * STACK_RECLAIM_WAIT_NS passed; meanwhile it answers such a request made
+ * of self, so that two workers reclaiming at once do not wait for each
+ * other. self may be NULL (a kernel thread that is not a worker). */
+static void stack_reclaim(struct worker *self, size_t size) {
+  bool other_size = size != swarm_rt.default_stack;
+  if (self)
+    stack_drop_kept(self);
+  if (self && other_size)
+    stack_cache_flush(self);
+  /* Starting or stopping: the other workers' loops may not run. */
+  int asked = atomic_load(&swarm_rt.state) == RT_RUNNING ? swarm_rt.nslots : 0;
+  for (int i = 0; i < asked; i++) {
+    struct worker *v = &swarm_rt.workers[i];
+    if (v == self || (i >= swarm_rt.nworkers && !atomic_load(&v->spare_active)))
+      continue;
+    atomic_fetch_or_explicit(&v->due, DUE_GIVE_STACKS, memory_order_relaxed);
+    worker_wake(v);
+  }
+  uint64_t deadline = os_now_ns() + STACK_RECLAIM_WAIT_NS;
+  for (;;) {
+    uint32_t seq = atomic_load_explicit(&stack_given, memory_order_acquire);
+    if (self && (atomic_load_explicit(&self->due, memory_order_relaxed) &
+                 DUE_GIVE_STACKS))
+      stack_give_back(self);
+    if (!other_size && pool_has_stacks())
+      break;
+    bool pending = false;
+    for (int i = 0; i < asked && !pending; i++)
+      pending = &swarm_rt.workers[i] != self &&
+                (atomic_load_explicit(&swarm_rt.workers[i].due,
+                                      memory_order_acquire) &
+                 DUE_GIVE_STACKS);
+    uint64_t now = os_now_ns();
+    if (!pending || now >= deadline)
+      break;
+    os_futex_wait(&stack_given, seq, (int64_t)(deadline - now));
+  }
+  if (other_size)
+    pool_drain();
+}
+
+/* Moves up to a batch of the pool's stacks to w's cache; how many. */
+static uint32_t pool_take_batch(struct worker *w, size_t size) {
   spin_lock(&stack_pool.lock);
   if (stack_pool.size != size) {
     /* Pool holds stacks of an earlier default (runtime restarted with
@@ -95,18 +189,23 @@ static int stack_refill(struct worker *w, size_t size) {
     n++;
   }
   spin_unlock(&stack_pool.lock);
-  if (n > 0) {
-    w->stacks.count += n;
+  w->stacks.count += n;
+  return n;
+}
+
+/* Fills w's empty cache: from the pool, else a new batch; near a limit
+ * one stack, else what other workers give back (stack_reclaim). */
+static int stack_refill(struct worker *w, size_t size) {
+  if (pool_take_batch(w, size) > 0)
     return 0;
-  }
   size_t guard = swarm_rt.guard_size;
   int count = STACK_BATCH;
-  char *base = limits_cgroup_room((size + guard) * (size_t)count)
-                   ? os_map_stacks(size, guard, count)
-                   : NULL;
-  if (!base) { /* near a limit: one may still fit */
-    count = 1;
-    if (!(base = stack_map(size, count)))
+  char *base = stack_map(size, count, false);
+  if (!base && !(base = stack_map(size, count = 1, false))) {
+    stack_reclaim(w, size); /* may give w's kept stacks to its cache */
+    if (w->stacks.count > 0 || pool_take_batch(w, size) > 0)
+      return 0;
+    if (!(base = stack_map(size, count, true)))
       return EAGAIN;
   }
   for (int i = 0; i < count; i++) {
@@ -119,28 +218,43 @@ static int stack_refill(struct worker *w, size_t size) {
   return 0;
 }
 
+/* One default-size stack from the pool, if it has one. */
+static bool pool_take_one(size_t size, struct stack_ref *out) {
+  spin_lock(&stack_pool.lock);
+  char *lo = stack_pool.size == size ? stack_pool.head : NULL;
+  if (lo) {
+    stack_pool.head = *stack_link(lo, size);
+    stack_pool.count--;
+  }
+  spin_unlock(&stack_pool.lock);
+  out->lo = lo;
+  out->size = lo ? size : 0;
+  return lo != NULL;
+}
+
 int stack_alloc_slow(struct worker *w, size_t size, struct stack_ref *out) {
-  if (w && size == swarm_rt.default_stack) {
+  bool default_size = size == swarm_rt.default_stack;
+  if (w && default_size) {
     if (stack_refill(w, size) != 0)
       return EAGAIN;
     return stack_alloc(w, size, out);
   }
-  if (size == swarm_rt.default_stack) {
-    /* No worker cache (a kernel thread that is not a worker): the pool. */
-    spin_lock(&stack_pool.lock);
-    char *lo = stack_pool.size == size ? stack_pool.head : NULL;
-    if (lo) {
-      stack_pool.head = *stack_link(lo, size);
-      stack_pool.count--;
-    }
-    spin_unlock(&stack_pool.lock);
-    if (lo) {
-      out->lo = lo;
-      out->size = size;
+  /* No worker cache (a kernel thread that is not a worker), or a size of
+   * its own: the pool, else one mapping; at a limit, what other workers
+   * hold comes back first (and for another size, the pool is unmapped). */
+  if (default_size && pool_take_one(size, out))
+    return 0;
+  char *base = stack_map(size, 1, false);
+  if (!base) {
+    stack_reclaim(w, size);
+    if (default_size && pool_take_one(size, out))
       return 0;
-    }
+    if (!(base = stack_map(size, 1, true)))
+      return EAGAIN;
   }
-  return stack_map_one(size, out);
+  out->lo = base + swarm_rt.guard_size;
+  out->size = size;
+  return 0;
 }
 
 static void pool_put_list(void *head, uint32_t n, size_t size) {
@@ -206,12 +320,5 @@ void stack_pool_after_fork(void) {
 }
 
 void stack_pool_shutdown(void) {
-  spin_lock(&stack_pool.lock);
-  while (stack_pool.head) {
-    char *lo = stack_pool.head;
-    stack_pool.head = *stack_link(lo, stack_pool.size);
-    stack_unmap(lo, stack_pool.size);
-  }
-  stack_pool.count = 0;
-  spin_unlock(&stack_pool.lock);
+  pool_drain();
 }

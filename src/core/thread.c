@@ -190,12 +190,15 @@ static struct swarm_thread *desc_take_global(uint32_t want, uint32_t *got) {
 
 /* A free descriptor leaving a worker's cache gives back the stack it kept
  * (spawn.c), to w's stack cache or (w NULL) the pool: the global list
- * holds no stacks. */
+ * holds no stacks. The keep is given back too (worker.stack_keep_room),
+ * or the worker that kept it could keep one fewer from then on. */
 static void desc_drop_stack(struct worker *w, struct swarm_thread *t) {
   if (t->stack.size) {
     stack_release(w, t->stack);
     t->stack.lo = NULL;
     t->stack.size = 0;
+    if (w)
+      w->stack_keep_room++;
   }
 }
 

@@ -27,6 +27,11 @@
  *                            region grows several times before the edge
  *   test_limits as-edge-churn  RLIMIT_AS 256 MiB: 8 threads on both workers
  *                            reach the edge at once, three rounds
+ *   test_limits as-edge-stranded  RLIMIT_AS 256 MiB, 2 workers: the edge
+ *                            reached and released on one worker, then as
+ *                            many threads alive at once spawned by a kernel
+ *                            thread that is not a worker (the free stacks
+ *                            that worker holds come back)
  *   test_limits data-edge    the same as as-edge under RLIMIT_DATA 256 MiB
  *   test_limits maps-edge    the process's mappings filled up to a few
  *                            below vm.max_map_count: EAGAIN, the line names
@@ -43,6 +48,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -647,6 +653,98 @@ static int run_churn(void) {
   return 0;
 }
 
+/* ---- free stacks held by a worker, wanted elsewhere ---- */
+
+static _Atomic long hold_released; /* holders with a lower number may end */
+
+static void *hold_worker(void *arg) {
+  while (atomic_load(&hold_released) < (long)arg)
+    ; /* computes: its worker runs nothing else, answers nothing */
+  return NULL;
+}
+
+static swarm_thread_t ext_threads[EDGE_MAX];
+static long ext_wanted, ext_made;
+static int ext_error;
+static _Atomic int ext_go, ext_done;
+
+/* A kernel thread that is not a worker: no stack cache of its own, so its
+ * spawns take stacks from the pool, or map them, or at the limit get what
+ * the workers hold. */
+static void *external_spawner(void *arg) {
+  (void)arg;
+  while (!atomic_load(&ext_go))
+    sched_yield();
+  for (; ext_made < ext_wanted; ext_made++)
+    if ((ext_error = swarm_spawn(&ext_threads[ext_made], NULL, wait_gate,
+                                 (void *)ext_made)) != 0)
+      break;
+  atomic_store(&ext_done, 1);
+  return NULL;
+}
+
+/* Two workers. The edge is reached by threads that all run, exit and are
+ * joined on one worker (the other computes meanwhile), so their free
+ * stacks end up in that worker's cache and on its free descriptors. Then
+ * a kernel thread that is not a worker spawns as many threads as were
+ * alive at the edge, all alive at once, while the worker holding the
+ * stacks only yields: the stacks must come back to it (stack.c,
+ * stack_reclaim; the yield answers the request), not EAGAIN. */
+static int run_stranded(void) {
+  static swarm_thread_t t[EDGE_MAX];
+  pthread_t ext;
+  pthread_attr_t pa;
+  CHECK_EQ(pthread_attr_init(&pa), 0);
+  CHECK_EQ(pthread_attr_setstacksize(&pa, 256 * 1024), 0);
+  CHECK_EQ(pthread_create(&ext, &pa, external_spawner, NULL), 0);
+  swarm_config_t cfg = {.workers = 2};
+  CHECK_EQ(swarm_init(&cfg), 0);
+  CHECK_EQ(swarm_mutex_init(&gate_lock, 0), 0);
+  CHECK_EQ(swarm_cond_init(&gate_cond, 0), 0);
+  int held = swarm_worker_id();
+  swarm_thread_t holder;
+  CHECK_EQ(swarm_spawn(&holder, NULL, hold_worker, (void *)1L), 0);
+  int here = swarm_worker_id(); /* stolen by the other worker */
+  CHECK(here != held, "still on worker %d after the spawn", held);
+  long n = 0;
+  int e = 0;
+  while (n < EDGE_MAX &&
+         (e = swarm_spawn(&t[n], NULL, wait_gate, (void *)n)) == 0)
+    n++;
+  CHECK(e == EAGAIN, "the limit was never reached (%ld threads, %d)", n, e);
+  CHECK(n >= 10, "only %ld threads before EAGAIN", n);
+  swarm_mutex_lock(&gate_lock);
+  gate_open = 1;
+  swarm_cond_broadcast(&gate_cond);
+  swarm_mutex_unlock(&gate_lock);
+  for (long i = 0; i < n; i++)
+    CHECK_EQ(swarm_join(t[i], NULL), 0);
+  atomic_store(&hold_released, 1);
+  CHECK_EQ(swarm_join(holder, NULL), 0);
+  gate_open = 0;
+  ext_wanted = n;
+  atomic_store(&ext_go, 1);
+  while (!atomic_load(&ext_done))
+    swarm_yield();
+  CHECK(ext_made == n, "the kernel thread's spawn %ld of %ld: %s", ext_made, n,
+        strerror(ext_error));
+  swarm_mutex_lock(&gate_lock);
+  gate_open = 1;
+  swarm_cond_broadcast(&gate_cond);
+  swarm_mutex_unlock(&gate_lock);
+  for (long i = 0; i < n; i++) {
+    void *r;
+    CHECK_EQ(swarm_join(ext_threads[i], &r), 0);
+    CHECK_EQ((long)r, i);
+  }
+  CHECK_EQ(pthread_join(ext, NULL), 0);
+  printf("%ld threads alive at the edge, as many again from a kernel "
+         "thread\n",
+         n);
+  CHECK_EQ(swarm_finalize(), 0);
+  return 0;
+}
+
 static size_t edge_stack;
 static int edge_default(void) {
   return run_edge(0);
@@ -730,6 +828,9 @@ int main(int argc, char **argv) {
   } else if (!strcmp(c, "as-edge-churn")) {
     run_child(run_churn, RLIMIT_AS, 256 * mib, &res);
     expect_edge(c, &res, "RLIMIT_AS");
+  } else if (!strcmp(c, "as-edge-stranded")) {
+    run_child(run_stranded, RLIMIT_AS, 256 * mib, &res);
+    expect_edge(c, &res, "RLIMIT_AS");
   } else if (!strcmp(c, "data-edge")) {
     run_child(edge_default, RLIMIT_DATA, 256 * mib, &res);
     expect_edge(c, &res, "RLIMIT_DATA");
@@ -757,11 +858,11 @@ int main(int argc, char **argv) {
     }
     expect_edge(c, &res, "memory cgroup");
   } else {
-    fprintf(stderr,
-            "usage: test_limits "
-            "as-1g|as-256m|as-256m-8w|trace-1g|as-edge|as-edge-small|"
-            "as-edge-churn|data-edge|maps-edge|cgroup-edge|cgroup-v2-files|"
-            "cgroup-v1-files\n");
+    fprintf(stderr, "usage: test_limits "
+                    "as-1g|as-256m|as-256m-8w|trace-1g|as-edge|as-edge-small|"
+                    "as-edge-churn|as-edge-stranded|data-edge|maps-edge|cgroup-"
+                    "edge|cgroup-v2-files|"
+                    "cgroup-v1-files\n");
     return 2;
   }
   printf("OK %s\n", c);

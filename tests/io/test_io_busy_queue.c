@@ -3,7 +3,7 @@
  * never empties. Yielding threads keep each worker switching all the time,
  * so the scheduler loop's idle poll point is never reached; the monitor
  * sees the workers' I/O go stale while they still switch and asks them to
- * poll at their next park (io_poll_due, src/core/sched.c), instead of
+ * poll at their next park (DUE_IO_POLL, src/core/sched.c), instead of
  * polling for them from its own kernel thread. A swarm thread echoes 8-byte
  * messages over two pipes with a kernel thread of the program's (not a
  * worker), so every message's readiness must be noticed while the queues
