@@ -686,10 +686,10 @@ extern _Atomic uint64_t swarm_desc_retired;
 /* Descriptors in use (handed out, not free, not retired): swarm_stats_get's
  * descriptors_live; a snapshot while workers run (workers[] must exist). */
 uint64_t desc_live_count(void);
-
 struct swarm_thread *desc_alloc_slow(struct worker *w);
 void desc_release_slow(struct worker *w, struct swarm_thread *t);
 void desc_cache_flush(struct worker *w);
+void desc_cache_drop_stacks(struct worker *w); /* the kept ones, to w's */
 
 /* A free descriptor; w may be NULL. */
 static inline struct swarm_thread *desc_alloc(struct worker *w) {

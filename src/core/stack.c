@@ -96,21 +96,8 @@ static void pool_drain(void) {
   spin_unlock(&stack_pool.lock);
 }
 
-/* Gives the stacks kept on w's free descriptors (spawn.c) to w's cache,
- * each giving back its keep (worker.stack_keep_room). Owner only. */
-static void stack_drop_kept(struct worker *w) {
-  for (struct swarm_thread *t = w->descs.head; t; t = t->next)
-    if (t->stack.size) {
-      struct stack_ref s = t->stack;
-      t->stack.lo = NULL;
-      t->stack.size = 0;
-      w->stack_keep_room++;
-      stack_release(w, s);
-    }
-}
-
 void stack_give_back(struct worker *w) {
-  stack_drop_kept(w);
+  desc_cache_drop_stacks(w);
   stack_cache_flush(w);
   /* release: the pool's stacks before the answer */
   atomic_fetch_and_explicit(&w->due, ~(uint32_t)DUE_GIVE_STACKS,
@@ -130,7 +117,7 @@ void stack_give_back(struct worker *w) {
 static void stack_reclaim(struct worker *self, size_t size) {
   bool other_size = size != swarm_rt.default_stack;
   if (self)
-    stack_drop_kept(self);
+    desc_cache_drop_stacks(self);
   if (self && other_size)
     stack_cache_flush(self);
   /* Starting or stopping: the other workers' loops may not run. */

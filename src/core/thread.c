@@ -202,6 +202,13 @@ static void desc_drop_stack(struct worker *w, struct swarm_thread *t) {
   }
 }
 
+/* Owner only: the stacks kept on w's free descriptors go to its stack
+ * cache (stack.c gives them to the pool at a memory limit). */
+void desc_cache_drop_stacks(struct worker *w) {
+  for (struct swarm_thread *t = w->descs.head; t; t = t->next)
+    desc_drop_stack(w, t);
+}
+
 static void desc_give_global(struct worker *w, struct swarm_thread *list,
                              uint32_t n) {
   if (!list)
