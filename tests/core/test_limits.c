@@ -179,6 +179,27 @@ static void *wait_gate(void *arg) {
   return arg;
 }
 
+/* Opens the gate: every thread in wait_gate returns. */
+static void gate_release(void) {
+  swarm_mutex_lock(&gate_lock);
+  gate_open = 1;
+  swarm_cond_broadcast(&gate_cond);
+  swarm_mutex_unlock(&gate_lock);
+}
+
+#define EDGE_MAX 200000
+
+/* Spawns fn((void *)i) into t[i], i = 0, 1, ..., until a spawn fails or
+ * EDGE_MAX are alive; returns how many, and the failure's code in *err. */
+static long spawn_until_refused(swarm_thread_t *t, void *(*fn)(void *),
+                                int *err) {
+  long n = 0;
+  *err = 0;
+  while (n < EDGE_MAX && (*err = swarm_spawn(&t[n], NULL, fn, (void *)n)) == 0)
+    n++;
+  return n;
+}
+
 static void *malloc_and_wait(void *arg) {
   char *p = malloc(200);
   CHECK(p != NULL);
@@ -197,10 +218,7 @@ static int run_eight_workers(void) {
   for (long i = 0; i < 1000; i++)
     CHECK(swarm_spawn(&t[i], NULL, malloc_and_wait, (void *)i) == 0,
           "thread %ld of 1000", i);
-  swarm_mutex_lock(&gate_lock);
-  gate_open = 1;
-  swarm_cond_broadcast(&gate_cond);
-  swarm_mutex_unlock(&gate_lock);
+  gate_release();
   for (long i = 0; i < 1000; i++) {
     void *r;
     CHECK_EQ(swarm_join(t[i], &r), 0);
@@ -209,8 +227,6 @@ static int run_eight_workers(void) {
   CHECK_EQ(swarm_finalize(), 0);
   return 0;
 }
-
-#define EDGE_MAX 200000
 
 /* Spawns gate waiters until the limit answers EAGAIN; checks that it keeps
  * answering EAGAIN (no crash, no partial thread), then opens the gate,
@@ -221,20 +237,14 @@ static int run_edge(size_t stack) {
   CHECK_EQ(swarm_init(&cfg), 0);
   CHECK_EQ(swarm_mutex_init(&gate_lock, 0), 0);
   CHECK_EQ(swarm_cond_init(&gate_cond, 0), 0);
-  long n = 0;
-  int e = 0;
-  while (n < EDGE_MAX &&
-         (e = swarm_spawn(&t[n], NULL, wait_gate, (void *)n)) == 0)
-    n++;
+  int e;
+  long n = spawn_until_refused(t, wait_gate, &e);
   CHECK(e == EAGAIN, "the limit was never reached (%ld threads, %d)", n, e);
   CHECK(n >= 10, "only %ld threads before EAGAIN", n);
   swarm_thread_t extra;
   for (int i = 0; i < 5; i++)
     CHECK_EQ(swarm_spawn(&extra, NULL, wait_gate, NULL), EAGAIN);
-  swarm_mutex_lock(&gate_lock);
-  gate_open = 1;
-  swarm_cond_broadcast(&gate_cond);
-  swarm_mutex_unlock(&gate_lock);
+  gate_release();
   for (long i = 0; i < n; i++) {
     void *r;
     CHECK_EQ(swarm_join(t[i], &r), 0);
@@ -365,16 +375,10 @@ static int run_cgroup_edge(void) {
   CHECK_EQ(swarm_init(NULL), 0);
   CHECK_EQ(swarm_mutex_init(&gate_lock, 0), 0);
   CHECK_EQ(swarm_cond_init(&gate_cond, 0), 0);
-  long n = 0;
-  int e = 0;
-  while (n < EDGE_MAX &&
-         (e = swarm_spawn(&t[n], NULL, touch_and_wait, (void *)n)) == 0)
-    n++;
+  int e;
+  long n = spawn_until_refused(t, touch_and_wait, &e);
   CHECK_EQ(e, EAGAIN);
-  swarm_mutex_lock(&gate_lock);
-  gate_open = 1;
-  swarm_cond_broadcast(&gate_cond);
-  swarm_mutex_unlock(&gate_lock);
+  gate_release();
   for (long i = 0; i < n; i++) {
     void *r;
     CHECK_EQ(swarm_join(t[i], &r), 0);
@@ -461,20 +465,14 @@ static int run_cgroup_files(bool v1) {
   CHECK_EQ(swarm_cond_init(&gate_cond, 0), 0);
   gate_open = 0;
   fake_usage(max); /* the cgroup is full: the next reading refuses */
-  long n = 0;
-  int e = 0;
-  while (n < EDGE_MAX &&
-         (e = swarm_spawn(&t[n], NULL, wait_gate, (void *)n)) == 0)
-    n++;
+  int e;
+  long n = spawn_until_refused(t, wait_gate, &e);
   CHECK(e == EAGAIN, "never refused (%ld threads, %d)", n, e);
   swarm_thread_t extra;
   for (int i = 0; i < 5; i++)
     CHECK_EQ(swarm_spawn(&extra, NULL, wait_gate, NULL), EAGAIN);
   fake_usage(8L << 20); /* memory given back */
-  swarm_mutex_lock(&gate_lock);
-  gate_open = 1;
-  swarm_cond_broadcast(&gate_cond);
-  swarm_mutex_unlock(&gate_lock);
+  gate_release();
   for (long i = 0; i < n; i++) {
     void *res;
     CHECK_EQ(swarm_join(t[i], &res), 0);
@@ -706,17 +704,11 @@ static int run_stranded(void) {
   CHECK_EQ(swarm_spawn(&holder, NULL, hold_worker, (void *)1L), 0);
   int here = swarm_worker_id(); /* stolen by the other worker */
   CHECK(here != held, "still on worker %d after the spawn", held);
-  long n = 0;
-  int e = 0;
-  while (n < EDGE_MAX &&
-         (e = swarm_spawn(&t[n], NULL, wait_gate, (void *)n)) == 0)
-    n++;
+  int e;
+  long n = spawn_until_refused(t, wait_gate, &e);
   CHECK(e == EAGAIN, "the limit was never reached (%ld threads, %d)", n, e);
   CHECK(n >= 10, "only %ld threads before EAGAIN", n);
-  swarm_mutex_lock(&gate_lock);
-  gate_open = 1;
-  swarm_cond_broadcast(&gate_cond);
-  swarm_mutex_unlock(&gate_lock);
+  gate_release();
   for (long i = 0; i < n; i++)
     CHECK_EQ(swarm_join(t[i], NULL), 0);
   atomic_store(&hold_released, 1);
@@ -728,10 +720,7 @@ static int run_stranded(void) {
     swarm_yield();
   CHECK(ext_made == n, "the kernel thread's spawn %ld of %ld: %s", ext_made, n,
         strerror(ext_error));
-  swarm_mutex_lock(&gate_lock);
-  gate_open = 1;
-  swarm_cond_broadcast(&gate_cond);
-  swarm_mutex_unlock(&gate_lock);
+  gate_release();
   for (long i = 0; i < n; i++) {
     void *r;
     CHECK_EQ(swarm_join(ext_threads[i], &r), 0);
@@ -773,10 +762,7 @@ static int edge_maps(void) {
     CHECK_EQ(swarm_cond_init(&gate_cond, 0), 0);
     for (long i = 0; i < 20000; i++)
       CHECK_EQ(swarm_spawn(&many[i], NULL, wait_gate, (void *)i), 0);
-    swarm_mutex_lock(&gate_lock);
-    gate_open = 1;
-    swarm_cond_broadcast(&gate_cond);
-    swarm_mutex_unlock(&gate_lock);
+    gate_release();
     for (long i = 0; i < 20000; i++) {
       void *r;
       CHECK_EQ(swarm_join(many[i], &r), 0);
