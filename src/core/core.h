@@ -114,12 +114,10 @@ struct swarm_thread {
   uint32_t index;              /* slot in the handle table (also in control) */
   uint8_t kind;                /* enum thread_kind */
   uint8_t park_reason;         /* enum swarm_park_reason of its last park */
-  int16_t pinned_worker;       /* -1, or the only worker that may run it;
-                                  only swarm_finalize's waits and a
-                                  preemption's yield pin, and neither
-                                  spawns: swarm_spawn's kept-stack path does
-                                  not test it (spawn.c), nor inline_spawn's
-                                  fast path (inline.c) */
+  int16_t pinned_worker;       /* -1, or the only worker that may run it:
+                                  only swarm_finalize's waits and a yield
+                                  when preempted pin, neither spawns (so
+                                  spawn's and inline's fast paths skip it) */
   _Atomic uint32_t wake_word;  /* THREAD_EXTERNAL: futex for park */
   int saved_errno;             /* errno while switched out */
   uint32_t era;                /* swarm_rt.era at its last park (fork.c) */
@@ -220,7 +218,7 @@ enum after_action {
   AFTER_RELEASE_STACK, /* exit: return dead_stack to the cache */
 };
 
-enum worker_due { DUE_IO_POLL = 1, DUE_GIVE_STACKS = 2 };
+enum worker_due { DUE_IO_POLL = 1, DUE_GIVE_BACK = 2 };
 struct worker {
   /* ---- owner-only, hot ---- */
   struct swarm_thread *current; /* the thread running now (or NULL) */
@@ -686,7 +684,7 @@ extern _Atomic uint64_t swarm_desc_retired;
 /* Descriptors in use (handed out, not free, not retired): swarm_stats_get's
  * descriptors_live; a snapshot while workers run (workers[] must exist). */
 uint64_t desc_live_count(void);
-struct swarm_thread *desc_alloc_slow(struct worker *w);
+struct swarm_thread *desc_alloc_slow(struct worker *w); /* reclaims too */
 void desc_release_slow(struct worker *w, struct swarm_thread *t);
 void desc_cache_flush(struct worker *w);
 void desc_cache_drop_stacks(struct worker *w); /* the kept ones, to w's */
@@ -819,7 +817,10 @@ static inline char *thread_stack_top(struct stack_ref s) {
 int stack_alloc_slow(struct worker *w, size_t size, struct stack_ref *out);
 void stack_release_slow(struct worker *w, struct stack_ref s);
 void stack_cache_flush(struct worker *w);
-void stack_give_back(struct worker *w); /* owner: DUE_GIVE_STACKS */
+/* reclaim.c: at a memory limit, the free stacks and descriptors other
+ * workers cache come back (worker_give_back: the owner's answer). */
+void worker_give_back(struct worker *w);
+void reclaim_from_workers(struct worker *self, bool (*enough)(void));
 void stack_pool_shutdown(void);
 #ifdef SWARM_ASAN
 void stack_unpoison(struct stack_ref s);

@@ -376,7 +376,7 @@ enum limit_kind limits_refused(const char *what, size_t bytes,
   if (kind == LIMIT_CGROUP) {
     used = cgroup_usage();
     max = l->cgroup_max;
-  } else {
+  } else if (kind != LIMIT_ADDRESS_TAKEN) {
     kind = diagnose(bytes, &used, &max);
   }
   if (atomic_exchange(&limits_state.reported, true)) {
@@ -421,6 +421,14 @@ enum limit_kind limits_refused(const char *what, size_t bytes,
                  "with 'sysctl vm.max_map_count=N'\n",
                  bytes, what, (unsigned long long)used, (unsigned long long)max,
                  tail);
+    break;
+  case LIMIT_ADDRESS_TAKEN:
+    n = snprintf(line, sizeof line,
+                 "swarm: cannot grow the region of %s by %zu bytes: another "
+                 "mapping holds the addresses after it, and the region never "
+                 "moves (handles index it)%s; leave the range after it "
+                 "unmapped\n",
+                 what, bytes, tail);
     break;
   default:
     n = snprintf(line, sizeof line,

@@ -25,6 +25,7 @@ enum limit_kind {
   LIMIT_CGROUP,        /* the memory cgroup's memory.max / limit_in_bytes */
   LIMIT_MAP_COUNT,     /* vm.max_map_count: mappings per process */
   LIMIT_KERNEL,        /* none of those: the kernel had no memory */
+  LIMIT_ADDRESS_TAKEN, /* a region that grows in place met another mapping */
 };
 
 struct limits {

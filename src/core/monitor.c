@@ -168,9 +168,10 @@ static bool spare_activate(void) {
 }
 
 void spare_retire(struct worker *w) {
-  /* Its free stacks back to the pool: a spawn at a memory limit asks only
-   * running workers for theirs (stack.c, stack_reclaim). */
-  stack_give_back(w);
+  /* Its free stacks and descriptors back to the pool and the global list:
+   * a spawn at a memory limit asks only running workers for theirs
+   * (reclaim.c). */
+  worker_give_back(w);
   atomic_store(&w->spare_active, false);
   atomic_fetch_sub(&swarm_rt.spares_active, 1);
   for (;;) {

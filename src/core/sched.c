@@ -351,12 +351,13 @@ static void worker_sleep(struct worker *w, int64_t timeout_ns) {
  *    reached): poll now and queue the readied threads behind those already
  *    waiting, so a long run queue cannot starve its oldest threads. The
  *    monitor polls for a worker that does not switch at all (monitor.c).
- *  - DUE_GIVE_STACKS: a spawn was refused at a memory limit while w held
- *    free stacks (stack.c, stack_reclaim): give them back to the pool. */
+ *  - DUE_GIVE_BACK: a spawn was refused at a memory limit while w held
+ *    free stacks or descriptors (reclaim.c): give them back to the pool and
+ *    the global list. */
 static __attribute__((noinline)) void sched_due(struct worker *w) {
   uint32_t due = atomic_load_explicit(&w->due, memory_order_relaxed);
-  if (due & DUE_GIVE_STACKS)
-    stack_give_back(w); /* clears the bit once they are in the pool */
+  if (due & DUE_GIVE_BACK)
+    worker_give_back(w); /* clears the bit once they are given back */
   if (!(due & DUE_IO_POLL))
     return;
   atomic_fetch_and_explicit(&w->due, ~(uint32_t)DUE_IO_POLL,

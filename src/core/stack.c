@@ -19,7 +19,7 @@
  *  - at the edge (core/limits.h) a refused batch is retried as one stack,
  *    a memory cgroup is asked for room before stacks are mapped; a single
  *    stack refused brings back the free stacks other workers hold
- *    (stack_reclaim: their caches and the stacks kept on their free
+ *    (reclaim.c: their caches and the stacks kept on their free
  *    descriptors, which only their owners touch, so each is asked and
  *    gives them to the pool at its next park or scheduler round), so that
  *    a limit's room is not stranded in a cache the spawning worker cannot
@@ -44,11 +44,6 @@
 
 #define STACK_BATCH 16
 #define STACK_POOL_MAX 4096
-/* How long a spawn at a memory limit waits for other workers to give back
- * their free stacks: a worker that computes without switching answers only
- * at its next park (the monitor preempts it after a few ticks under the
- * drop-in), so the wait is bounded; past it the spawn says EAGAIN. */
-#define STACK_RECLAIM_WAIT_NS 20000000
 
 static struct {
   struct spinlock lock; /* LOCK_STACK_POOL */
@@ -60,10 +55,6 @@ static struct {
 static void stack_unmap(char *lo, size_t size) {
   os_unmap(lo - swarm_rt.guard_size, size + swarm_rt.guard_size);
 }
-
-/* Bumped (and futex-woken) by every give-back (stack_give_back), which a
- * spawn waiting in stack_reclaim sleeps on. */
-static _Atomic uint32_t stack_given;
 
 /* Maps `count` stacks (a batch, or one); NULL if refused, which is
  * reported (limits.h: once per process, naming the limit) when `report`. */
@@ -96,58 +87,17 @@ static void pool_drain(void) {
   spin_unlock(&stack_pool.lock);
 }
 
-void stack_give_back(struct worker *w) {
-  desc_cache_drop_stacks(w);
-  stack_cache_flush(w);
-  /* release: the pool's stacks before the answer */
-  atomic_fetch_and_explicit(&w->due, ~(uint32_t)DUE_GIVE_STACKS,
-                            memory_order_release);
-  atomic_fetch_add_explicit(&stack_given, 1, memory_order_release);
-  os_futex_wake(&stack_given, INT_MAX);
-}
-
 /* A stack of `size` could not be mapped at a limit: brings back the free
- * stacks the other workers hold (self's own kept ones to its cache), and
- * for a size other than the default also unmaps the pool's, to make room.
- * Asks every running worker but self (DUE_GIVE_STACKS), wakes it, and
- * waits until the pool has stacks, every worker asked has answered, or
- * STACK_RECLAIM_WAIT_NS passed; meanwhile it answers such a request made
- * of self, so that two workers reclaiming at once do not wait for each
- * other. self may be NULL (a kernel thread that is not a worker). */
+ * stacks the other workers hold (reclaim.c; self's own kept ones to its
+ * cache), and for a size other than the default also unmaps the pool's,
+ * to make room. self may be NULL (a kernel thread that is not a worker). */
 static void stack_reclaim(struct worker *self, size_t size) {
   bool other_size = size != swarm_rt.default_stack;
   if (self)
     desc_cache_drop_stacks(self);
   if (self && other_size)
     stack_cache_flush(self);
-  /* Starting or stopping: the other workers' loops may not run. */
-  int asked = atomic_load(&swarm_rt.state) == RT_RUNNING ? swarm_rt.nslots : 0;
-  for (int i = 0; i < asked; i++) {
-    struct worker *v = &swarm_rt.workers[i];
-    if (v == self || (i >= swarm_rt.nworkers && !atomic_load(&v->spare_active)))
-      continue;
-    atomic_fetch_or_explicit(&v->due, DUE_GIVE_STACKS, memory_order_relaxed);
-    worker_wake(v);
-  }
-  uint64_t deadline = os_now_ns() + STACK_RECLAIM_WAIT_NS;
-  for (;;) {
-    uint32_t seq = atomic_load_explicit(&stack_given, memory_order_acquire);
-    if (self && (atomic_load_explicit(&self->due, memory_order_relaxed) &
-                 DUE_GIVE_STACKS))
-      stack_give_back(self);
-    if (!other_size && pool_has_stacks())
-      break;
-    bool pending = false;
-    for (int i = 0; i < asked && !pending; i++)
-      pending = &swarm_rt.workers[i] != self &&
-                (atomic_load_explicit(&swarm_rt.workers[i].due,
-                                      memory_order_acquire) &
-                 DUE_GIVE_STACKS);
-    uint64_t now = os_now_ns();
-    if (!pending || now >= deadline)
-      break;
-    os_futex_wait(&stack_given, seq, (int64_t)(deadline - now));
-  }
+  reclaim_from_workers(self, other_size ? NULL : pool_has_stacks);
   if (other_size)
     pool_drain();
 }

@@ -32,7 +32,8 @@
  * Descriptor memory: per-worker LIFO caches (owner-only, no atomics), spilled
  * to and refilled from a global list under a spinlock in batches. The region
  * behind them starts at 512 KiB at a fixed hint and doubles in place
- * (desc_region_cover).
+ * (desc_region_cover); when it cannot, the free descriptors other workers
+ * cache are asked back (reclaim.c) before a spawn says EAGAIN.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -88,7 +89,7 @@ static bool map_exactly(char *addr, size_t len) {
  * threads; schedulers that watch VSZ see what is used). false (errno set) when
  * the kernel refuses: the caller's spawn answers EAGAIN, after limits_refused
  * has said why. */
-static bool desc_region_cover(uint32_t idx) {
+static bool desc_region_cover(uint32_t idx, bool report) {
   const size_t slot = sizeof(struct swarm_thread);
   if (desc_table.mapped == 0) {
     size_t bytes = (size_t)DESC_FIRST_SLOTS * slot;
@@ -100,7 +101,8 @@ static bool desc_region_cover(uint32_t idx) {
       base = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
       if (base == MAP_FAILED) {
-        limits_refused("thread descriptors", bytes, LIMIT_KERNEL);
+        if (report)
+          limits_refused("thread descriptors", bytes, LIMIT_KERNEL);
         return false;
       }
     }
@@ -116,10 +118,9 @@ static bool desc_region_cover(uint32_t idx) {
         (char *)atomic_load_explicit(&swarm_desc_region, memory_order_relaxed);
     size_t have = (size_t)desc_table.mapped * slot;
     if (!map_exactly(base + have, have)) {
-      limits_refused(errno == EEXIST ? "thread descriptors (the address "
-                                       "range after the region is taken)"
-                                     : "thread descriptors",
-                     have, LIMIT_KERNEL);
+      if (report)
+        limits_refused("thread descriptors", have,
+                       errno == EEXIST ? LIMIT_ADDRESS_TAKEN : LIMIT_KERNEL);
       return false;
     }
     desc_table.mapped *= 2;
@@ -130,10 +131,10 @@ static bool desc_region_cover(uint32_t idx) {
   return true;
 }
 
-static struct swarm_thread *desc_fresh_locked(void) {
+static struct swarm_thread *desc_fresh_locked(bool report) {
   uint32_t idx =
       atomic_load_explicit(&swarm_desc_next_index, memory_order_relaxed);
-  if (idx >= DESC_MAX || !desc_region_cover(idx))
+  if (idx >= DESC_MAX || !desc_region_cover(idx, report))
     return NULL;
   struct swarm_thread *base =
       atomic_load_explicit(&swarm_desc_region, memory_order_relaxed);
@@ -162,8 +163,10 @@ struct swarm_thread *desc_lookup_checked(swarm_thread_t h) {
 }
 
 /* Takes up to `want` descriptors from the global list (or fresh ones) and
- * returns them as a list; *got says how many. */
-static struct swarm_thread *desc_take_global(uint32_t want, uint32_t *got) {
+ * returns them as a list; *got says how many. A refused growth of the
+ * region is reported (limits.h) when `report`. */
+static struct swarm_thread *desc_take_global(uint32_t want, uint32_t *got,
+                                             bool report) {
   struct swarm_thread *list = NULL;
   uint32_t n = 0;
   spin_lock(&desc_table.lock);
@@ -176,7 +179,7 @@ static struct swarm_thread *desc_take_global(uint32_t want, uint32_t *got) {
     n++;
   }
   while (n < want) {
-    struct swarm_thread *t = desc_fresh_locked();
+    struct swarm_thread *t = desc_fresh_locked(report);
     if (!t)
       break;
     t->next = list;
@@ -226,13 +229,23 @@ static void desc_give_global(struct worker *w, struct swarm_thread *list,
   spin_unlock(&desc_table.lock);
 }
 
+static bool desc_global_has_free(void) { /* a glance, without the lock */
+  return __atomic_load_n(&desc_table.nfree, __ATOMIC_RELAXED) > 0;
+}
+
+/* An empty cache (w NULL: none) refills from the global list or fresh
+ * slots; when the region cannot grow, the free descriptors other workers
+ * cache come back first (reclaim.c), and only then is it NULL (EAGAIN),
+ * reported once. */
 struct swarm_thread *desc_alloc_slow(struct worker *w) {
-  uint32_t got;
-  if (!w)
-    return desc_take_global(1, &got);
-  struct swarm_thread *t = desc_take_global(DESC_BATCH, &got);
-  if (!t)
-    return NULL;
+  uint32_t want = w ? DESC_BATCH : 1, got;
+  struct swarm_thread *t = desc_take_global(want, &got, false);
+  if (!t) {
+    reclaim_from_workers(w, desc_global_has_free);
+    t = desc_take_global(want, &got, true);
+  }
+  if (!t || !w)
+    return t;
   w->descs.head = t->next;
   w->descs.count = got - 1;
   return t;
