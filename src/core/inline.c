@@ -387,7 +387,7 @@ inline_spawn_slow(swarm_thread_t *out, const swarm_attr_t *attr,
   struct swarm_thread *t = w->descs.head;
   if (!t) {
     if (!(t = desc_alloc_slow(w)))
-      return spawn_plain_general(out, attr, fn, arg); /* EAGAIN, said why */
+      return EAGAIN; /* after a reclaim, and said why (thread.c) */
     desc_cache_put(w, t);
     t = w->descs.head;
   }
