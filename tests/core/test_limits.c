@@ -32,6 +32,10 @@
  *                            many threads alive at once spawned by a kernel
  *                            thread that is not a worker (the free stacks
  *                            that worker holds come back)
+ *   test_limits descs-stranded  no limit, but the descriptor region cannot
+ *                            grow (a mapping right after it): the same as
+ *                            as-edge-stranded for the free descriptors that
+ *                            worker caches (reclaim.c); also under ASan
  *   test_limits data-edge    the same as as-edge under RLIMIT_DATA 256 MiB
  *   test_limits maps-edge    the process's mappings filled up to a few
  *                            below vm.max_map_count: EAGAIN, the line names
@@ -64,6 +68,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "core/core.h"
 #include "os/os.h"
 
 #define SKIP 77
@@ -681,13 +686,33 @@ static void *external_spawner(void *arg) {
   return NULL;
 }
 
+static bool stranded_descs; /* the descriptor region cannot grow */
+
+/* Maps a page right after the descriptor region (the test reaches into
+ * core for where it ends), so that it cannot grow: the edge is then the
+ * descriptors', not a limit's. */
+static void block_desc_region(void) {
+  char *base = (char *)atomic_load(&swarm_desc_region);
+  uint32_t mask = atomic_load(&swarm_desc_index_mask);
+  CHECK(mask != 0, "the descriptor region is not mapped yet");
+  size_t bytes =
+      (size_t)((mask >> CTL_INDEX_SHIFT) + 1) * sizeof(struct swarm_thread);
+  CHECK(bytes < (size_t)64 << 20,
+        "the region was mapped whole (%zu bytes): nothing to block", bytes);
+  void *p = mmap(base + bytes, 4096, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  CHECK(p == base + bytes, "could not map after the region: %s",
+        strerror(errno));
+}
+
 /* Two workers. The edge is reached by threads that all run, exit and are
  * joined on one worker (the other computes meanwhile), so their free
- * stacks end up in that worker's cache and on its free descriptors. Then
+ * stacks end up in that worker's cache and on its free descriptors (and,
+ * with stranded_descs, up to 256 free descriptors in its cache). Then
  * a kernel thread that is not a worker spawns as many threads as were
  * alive at the edge, all alive at once, while the worker holding the
- * stacks only yields: the stacks must come back to it (stack.c,
- * stack_reclaim; the yield answers the request), not EAGAIN. */
+ * stacks only yields: the stacks (and descriptors) must come back to it
+ * (reclaim.c; the yield answers the request), not EAGAIN. */
 static int run_stranded(void) {
   static swarm_thread_t t[EDGE_MAX];
   pthread_t ext;
@@ -704,6 +729,8 @@ static int run_stranded(void) {
   CHECK_EQ(swarm_spawn(&holder, NULL, hold_worker, (void *)1L), 0);
   int here = swarm_worker_id(); /* stolen by the other worker */
   CHECK(here != held, "still on worker %d after the spawn", held);
+  if (stranded_descs)
+    block_desc_region();
   int e;
   long n = spawn_until_refused(t, wait_gate, &e);
   CHECK(e == EAGAIN, "the limit was never reached (%ld threads, %d)", n, e);
@@ -817,6 +844,10 @@ int main(int argc, char **argv) {
   } else if (!strcmp(c, "as-edge-stranded")) {
     run_child(run_stranded, RLIMIT_AS, 256 * mib, &res);
     expect_edge(c, &res, "RLIMIT_AS");
+  } else if (!strcmp(c, "descs-stranded")) {
+    stranded_descs = true;
+    run_child(run_stranded, -1, 0, &res);
+    expect_edge(c, &res, "another mapping holds the addresses after it");
   } else if (!strcmp(c, "data-edge")) {
     run_child(edge_default, RLIMIT_DATA, 256 * mib, &res);
     expect_edge(c, &res, "RLIMIT_DATA");
@@ -844,11 +875,13 @@ int main(int argc, char **argv) {
     }
     expect_edge(c, &res, "memory cgroup");
   } else {
-    fprintf(stderr, "usage: test_limits "
-                    "as-1g|as-256m|as-256m-8w|trace-1g|as-edge|as-edge-small|"
-                    "as-edge-churn|as-edge-stranded|data-edge|maps-edge|cgroup-"
-                    "edge|cgroup-v2-files|"
-                    "cgroup-v1-files\n");
+    fprintf(stderr,
+            "usage: test_limits "
+            "as-1g|as-256m|as-256m-8w|trace-1g|as-edge|as-edge-small|"
+            "as-edge-churn|as-edge-stranded|descs-stranded|data-edge|maps-"
+            "edge|cgroup-"
+            "edge|cgroup-v2-files|"
+            "cgroup-v1-files\n");
     return 2;
   }
   printf("OK %s\n", c);
