@@ -218,7 +218,7 @@ enum after_action {
   AFTER_RELEASE_STACK, /* exit: return dead_stack to the cache */
 };
 
-enum worker_due { DUE_IO_POLL = 1, DUE_GIVE_BACK = 2 };
+enum worker_due { DUE_IO_POLL = 1, DUE_GIVE_BACK = 2, DUE_GIVE_BACK_LATE = 4 };
 struct worker {
   /* ---- owner-only, hot ---- */
   struct swarm_thread *current; /* the thread running now (or NULL) */

@@ -17,11 +17,18 @@
  *    (sched.c, sched_due): worker_give_back moves the stacks kept on its
  *    free descriptors into its stack cache, flushes that cache to the pool
  *    and its descriptor cache to the global list, clears the bit and wakes
- *    the waiting spawners.
+ *    the waiting spawners;
+ *  - a worker that let a wait pass without answering (its thread computes)
+ *    is marked late (DUE_GIVE_BACK_LATE) and not waited for again until it
+ *    answers: at a limit beside such a worker, only the first refused
+ *    spawn waits, not every one (a program that falls back to running the
+ *    work itself on EAGAIN would otherwise pay the wait per task).
  *
  * Invariants: only the owner clears its DUE_GIVE_BACK bit, and only after
  * its caches are empty (release), so a waiter that reads the bit clear
- * (acquire) finds them in the pool and the list. A waiter answers requests
+ * (acquire) finds them in the pool and the list; it clears the late bit
+ * with it, and the late bit is only ever set beside a set DUE_GIVE_BACK
+ * (a CAS), so it never outlives the request. A waiter answers requests
  * made of its own worker while it waits, so two workers reclaiming at once
  * never wait for each other. Nothing is asked while the runtime starts or
  * stops (the other workers' loops may not run).
@@ -47,7 +54,8 @@ void worker_give_back(struct worker *w) {
   desc_cache_flush(w);
   /* release: the pool's stacks and the list's descriptors before the
    * answer */
-  atomic_fetch_and_explicit(&w->due, ~(uint32_t)DUE_GIVE_BACK,
+  atomic_fetch_and_explicit(&w->due,
+                            ~(uint32_t)(DUE_GIVE_BACK | DUE_GIVE_BACK_LATE),
                             memory_order_release);
   atomic_fetch_add_explicit(&reclaim_given, 1, memory_order_release);
   os_futex_wake(&reclaim_given, INT_MAX);
@@ -55,6 +63,23 @@ void worker_give_back(struct worker *w) {
 
 static bool asked_of(struct worker *w) {
   return atomic_load_explicit(&w->due, memory_order_acquire) & DUE_GIVE_BACK;
+}
+
+/* Asked and not known to be late: worth waiting for. */
+static bool awaited(struct worker *w) {
+  uint32_t d = atomic_load_explicit(&w->due, memory_order_acquire);
+  return (d & (DUE_GIVE_BACK | DUE_GIVE_BACK_LATE)) == DUE_GIVE_BACK;
+}
+
+/* The wait passed with w's request unanswered: mark it late, only while
+ * the request stands (w may answer meanwhile). */
+static void mark_late(struct worker *w) {
+  uint32_t d = atomic_load_explicit(&w->due, memory_order_relaxed);
+  while ((d & (DUE_GIVE_BACK | DUE_GIVE_BACK_LATE)) == DUE_GIVE_BACK &&
+         !atomic_compare_exchange_weak_explicit(
+             &w->due, &d, d | DUE_GIVE_BACK_LATE, memory_order_relaxed,
+             memory_order_relaxed))
+    ;
 }
 
 void reclaim_from_workers(struct worker *self, bool (*enough)(void)) {
@@ -75,10 +100,16 @@ void reclaim_from_workers(struct worker *self, bool (*enough)(void)) {
       return;
     bool pending = false;
     for (int i = 0; i < asked && !pending; i++)
-      pending = &swarm_rt.workers[i] != self && asked_of(&swarm_rt.workers[i]);
-    uint64_t now = os_now_ns();
-    if (!pending || now >= deadline)
+      pending = &swarm_rt.workers[i] != self && awaited(&swarm_rt.workers[i]);
+    if (!pending)
       return;
+    uint64_t now = os_now_ns();
+    if (now >= deadline) {
+      for (int i = 0; i < asked; i++)
+        if (&swarm_rt.workers[i] != self)
+          mark_late(&swarm_rt.workers[i]);
+      return;
+    }
     os_futex_wait(&reclaim_given, seq, (int64_t)(deadline - now));
   }
 }

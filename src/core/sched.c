@@ -353,7 +353,7 @@ static void worker_sleep(struct worker *w, int64_t timeout_ns) {
  *    monitor polls for a worker that does not switch at all (monitor.c).
  *  - DUE_GIVE_BACK: a spawn was refused at a memory limit while w held
  *    free stacks or descriptors (reclaim.c): give them back to the pool and
- *    the global list. */
+ *    the global list (DUE_GIVE_BACK_LATE, only ever beside it, goes too). */
 static __attribute__((noinline)) void sched_due(struct worker *w) {
   uint32_t due = atomic_load_explicit(&w->due, memory_order_relaxed);
   if (due & DUE_GIVE_BACK)

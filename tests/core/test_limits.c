@@ -735,6 +735,14 @@ static int run_stranded(void) {
   long n = spawn_until_refused(t, wait_gate, &e);
   CHECK(e == EAGAIN, "the limit was never reached (%ld threads, %d)", n, e);
   CHECK(n >= 10, "only %ld threads before EAGAIN", n);
+  /* The holder's worker let that refusal's wait (20 ms) pass unanswered:
+   * it is late now, and the refusals that follow do not wait for it again
+   * (reclaim.c). 50 of them took at least 50 x 20 ms before. */
+  uint64_t t0 = os_now_ns();
+  for (int i = 0; i < 50; i++)
+    CHECK_EQ(swarm_spawn(&t[n], NULL, wait_gate, NULL), EAGAIN);
+  uint64_t ms = (os_now_ns() - t0) / 1000000;
+  CHECK(ms < 500, "50 refused spawns took %llu ms", (unsigned long long)ms);
   gate_release();
   for (long i = 0; i < n; i++)
     CHECK_EQ(swarm_join(t[i], NULL), 0);
