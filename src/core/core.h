@@ -286,8 +286,8 @@ struct worker {
   /* Asked of it (enum worker_due; its next park goes to sched.c's
    * sched_due): poll (the monitor: its I/O is stale while it switches
    * threads; while ready_to_queue, owner-only, is set, swarm_ready queues
-   * here, behind what waits); give back free stacks (a spawn at a memory
-   * limit, stack.c). */
+   * here, behind what waits); give back free stacks and descriptors (a
+   * spawn at a memory limit, reclaim.c). */
   _Atomic uint32_t due;
   bool ready_to_queue;
   /* The drop-in's signal kicks (pthread/signal.c): set when one sends the

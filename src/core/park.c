@@ -206,8 +206,9 @@ park_here(struct worker *w, swarm_commit_fn commit, void *arg,
   w->handoff = self;
   w->stats.parks++;
   self->saved_errno = os_errno_get();
-  /* Something is asked of this worker (a poll, its free stacks: sched.c,
-   * sched_due): the scheduler loop does it, then runs the next thread. */
+  /* Something is asked of this worker (a poll, its free stacks and
+   * descriptors: sched.c, sched_due): the scheduler loop does it, then runs
+   * the next thread. */
   struct swarm_thread *next =
       unlikely(atomic_load_explicit(&w->due, memory_order_relaxed))
           ? NULL
@@ -340,7 +341,7 @@ void swarm_yield(void) {
   timers_poll(w);
   /* Nothing else runnable here: yielding would only come straight back,
    * unless something is asked of this worker (worker.due: a poll, its free
-   * stacks), which the park does on the way (park_here). */
+   * stacks and descriptors), which the park does on the way (park_here). */
   if (deque_size(&w->deque) == 0 && queue_count(&w->queue) == 0 &&
       !atomic_load_explicit(&w->due, memory_order_relaxed))
     return;

@@ -31,7 +31,6 @@
  * The free-list link of a cached stack is kept in its own top bytes.
  */
 #include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 
 #include "core/core.h"
