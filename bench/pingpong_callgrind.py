@@ -22,8 +22,8 @@ function (exclusive), the top ones.
 round trip, first-level data misses (D1mr reads, D1mw writes: about the
 lines a round trip touches once C connections no longer fit in 32 KiB)
 and last-level ones (DLmr, DLmw) of a 2 MiB, 16-way last level (--LL, an
-L2-sized cache: misses there once C connections' lines outgrow it), per
-function too, the table sorted by D1 misses. Deterministic enough to
+L2-sized cache: misses there once C connections' lines outgrow it;
+PP_LL=SIZE,WAYS,LINE in the environment sets another), per function too, the table sorted by D1 misses. Deterministic enough to
 compare builds; the idle loop is not taken out of the miss totals.
 """
 import argparse
@@ -66,7 +66,7 @@ def drive(port, conns, trips):
         s.close()
 
 
-LL = "--LL=2097152,16,64"
+LL = "--LL=" + os.environ.get("PP_LL", "2097152,16,64")
 
 
 def run(exe, conns, trips, out, cache_sim=False):
