@@ -93,9 +93,7 @@ enum thread_kind {
 #define CTL_DETACHED ((uint64_t)1 << 1) /* released on exit, not joinable */
 #define CTL_CLAIMED ((uint64_t)1 << 2)  /* a joiner has claimed it */
 #define CTL_WAITER ((uint64_t)1 << 3)   /* the joiner is parked on it */
-#define CTL_SPECIAL                                                            \
-  ((uint64_t)1 << 4) /* MAIN or EXTERNAL: see desc_release                     \
-                      */
+#define CTL_SPECIAL ((uint64_t)1 << 4)  /* MAIN, EXTERNAL: desc_release */
 #define CTL_FLAGS ((uint64_t)0x7fu)
 #define CTL_INDEX_SHIFT 7
 #define CTL_GEN_STEP ((uint64_t)2 << 32)
@@ -481,10 +479,12 @@ static inline void timers_poll(struct worker *w) {
  * layer registers one (key destructors, its per-thread record). */
 extern void (*swarm_thread_exit_hook)(struct swarm_thread *self);
 /* Called at the end of a kernel thread that is not a worker (park.c), after
- * swarm_thread_exit_hook and just before its descriptor is released: the
- * drop-in registers one (its record of an adopted kernel thread names the
- * descriptor). */
+ * swarm_thread_exit_hook, just before its descriptor is released: the
+ * drop-in's (its record of an adopted kernel thread names the descriptor). */
 extern void (*swarm_external_exit_hook)(struct swarm_thread *self);
+/* Called on the kernel thread that starts the runtime, once its flow is the
+ * main thread (runtime.c): sync/cxx_eh.c keeps main's C++ state there. */
+extern void (*swarm_main_enter_hook)(struct swarm_thread *main);
 /* In a child of fork() (called by the drop-in): forget the parent's
  * runtime, whose workers did not survive the fork, and start a fresh one
  * (swarm_init's config and results) on this kernel thread, in which the

@@ -30,6 +30,16 @@
 #include "os/os.h"
 #include "os/sys.h"
 
+/* sync/cxx_eh.c's C++ exception state per thread: a program linked with
+ * libswarm.a pulls that object only if something it links refers to it,
+ * and the C++ runtime's calls do not (they are the C++ runtime's own). The
+ * runtime does, so every program that starts it has it. */
+void *__cxa_get_globals(void);
+__attribute__((used)) static void *(*const keep_cxx_eh)(void) =
+    __cxa_get_globals;
+
+void (*swarm_main_enter_hook)(struct swarm_thread *main); /* core.h */
+
 #define SCHED_STACK_SIZE ((size_t)256 * 1024)
 /* The guard region below every stack core maps. A frame that the compiler
  * emits without stack probes (gcc/clang without -fstack-clash-protection)
@@ -184,6 +194,8 @@ static int worker0_enter(struct swarm_thread *adopt, struct start_progress *p) {
   p->adopted = adopt;
   swarm_rt.main_adopted = adopt;
   swarm_rt.main_thread = main_t;
+  if (swarm_main_enter_hook)
+    swarm_main_enter_hook(main_t);
   w0->tid = os_thread_id(); /* the monitor reads its state */
   os_program_mask_save();   /* workers run with it (issue 21 item 1) */
   w0->current = main_t;

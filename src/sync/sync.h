@@ -202,6 +202,7 @@ struct sync_key_value {
   void *value;
 };
 
+#define SYNC_CXX_EH_WORDS 4
 struct sync_thread {
   struct spinlock lock;        /* LOCK_SYNC_RECORD: `blocked`, the hook */
   _Atomic int interrupt;       /* an interruption is pending */
@@ -211,6 +212,8 @@ struct sync_thread {
   void *blocked_hook_arg;
   uint32_t nvalues;
   struct sync_key_value *values;
+  /* cxx_eh.c: the C++ runtime's exceptions being handled by the thread */
+  void *cxx_eh[SYNC_CXX_EH_WORDS];
 };
 
 /* The record of t, made if `create` (NULL if not made or no memory). */
