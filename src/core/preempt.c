@@ -27,6 +27,17 @@
  *    arenas, stdio's, the loader's), which belong to the kernel thread, so
  *    a second swarm thread on the same worker would deadlock or enter
  *    them: refused when the program counter is in libc.so or ld.so;
+ *  - a shared object with thread-local storage of its own (a PT_TLS
+ *    segment: an allocator's thread cache such as jemalloc's, libgomp's
+ *    thread state, libstdc++'s): under the drop-in a worker's swarm
+ *    threads share its kernel thread's TLS, which such code updates
+ *    assuming nothing else runs on that kernel thread meanwhile, so a
+ *    second thread switched in at the interrupt would interleave with it
+ *    (tests/pthread/dropin_preempt_tls: per-thread counts came out mixed).
+ *    Refused there, as in libc. The program's own executable stays
+ *    preemptible, TLS or not (docs/dropin.md). Objects loaded later
+ *    (dlopen) are added when the monitor next asks for a preemption: it
+ *    rebuilds the table when the loader's count of added objects moved;
  *  - the vDSO (clock_gettime, gettimeofday): the runtime reads clocks
  *    through it, at times holding a sync object's spinlock (a timed wait
  *    computing its deadline), so it is runtime code for this purpose:
@@ -53,6 +64,8 @@
  * its own ready queue included.
  */
 #include <link.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <ucontext.h>
@@ -61,22 +74,34 @@
 #include "os/sys.h"
 
 #define PREEMPT_TICKS 2 /* monitor ticks: 1 to 20 ms */
-#define PREEMPT_RANGES 6
+#define PREEMPT_RANGES 64
+
+/* The code where an interrupt must not switch. Immutable once published:
+ * a rebuilt table is a new one (the old ones are few, one per change in
+ * the loaded objects, and are kept: a handler may still be reading one). */
+struct preempt_ranges {
+  unsigned long long adds; /* the loader's count of added objects */
+  bool full;               /* an object did not fit: refuse everywhere */
+  int n;
+  uintptr_t lo[PREEMPT_RANGES], hi[PREEMPT_RANGES];
+};
 
 static struct {
   bool enabled;
   uint64_t worker_mask;
-  int nranges;
-  uintptr_t lo[PREEMPT_RANGES], hi[PREEMPT_RANGES];
+  struct preempt_ranges first;
+  struct preempt_ranges *_Atomic ranges;
   uintptr_t vdso_lo, vdso_hi; /* also one of the ranges */
 } preempt;
 
 #ifndef SWARM_ASAN
-static void add_range(uintptr_t lo, uintptr_t hi) {
-  if (preempt.nranges < PREEMPT_RANGES) {
-    preempt.lo[preempt.nranges] = lo;
-    preempt.hi[preempt.nranges] = hi;
-    preempt.nranges++;
+static void add_range(struct preempt_ranges *r, uintptr_t lo, uintptr_t hi) {
+  if (r->n < PREEMPT_RANGES) {
+    r->lo[r->n] = lo;
+    r->hi[r->n] = hi;
+    r->n++;
+  } else {
+    r->full = true;
   }
 }
 
@@ -97,28 +122,73 @@ static bool is_vdso(const struct dl_phdr_info *info) {
   return false;
 }
 
+static bool has_tls(const struct dl_phdr_info *info) {
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_TLS && info->dlpi_phdr[i].p_memsz)
+      return true;
+  return false;
+}
+
+struct ranges_scan {
+  uintptr_t self; /* an address in the runtime's object */
+  struct preempt_ranges *table;
+};
+
 /* Adds the executable segments of the runtime's object (the one that
- * contains `arg`), libc, the dynamic loader and the vDSO. */
+ * contains scan->self), libc, the dynamic loader, the vDSO and every
+ * shared object with TLS of its own (the program, named "", excepted). */
 static int find_ranges(struct dl_phdr_info *info, size_t size, void *arg) {
   (void)size;
-  uintptr_t self = (uintptr_t)arg;
+  struct ranges_scan *scan = arg;
+  scan->table->adds = info->dlpi_adds;
+  bool vdso = is_vdso(info);
+  bool program = !info->dlpi_name || !info->dlpi_name[0];
   bool system = name_has(info->dlpi_name, "/libc.so") ||
                 name_has(info->dlpi_name, "/ld-linux") ||
-                name_has(info->dlpi_name, "/ld64.so") || is_vdso(info);
-  bool vdso = is_vdso(info);
+                name_has(info->dlpi_name, "/ld64.so") || vdso ||
+                (!program && has_tls(info));
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *p = &info->dlpi_phdr[i];
     if (p->p_type != PT_LOAD || !(p->p_flags & PF_X))
       continue;
     uintptr_t lo = info->dlpi_addr + p->p_vaddr, hi = lo + p->p_memsz;
-    if (system || (self >= lo && self < hi))
-      add_range(lo, hi);
+    if (system || (scan->self >= lo && scan->self < hi))
+      add_range(scan->table, lo, hi);
     if (vdso) { /* read by interrupt handlers at any time */
       __atomic_store_n(&preempt.vdso_lo, lo, __ATOMIC_RELAXED);
       __atomic_store_n(&preempt.vdso_hi, hi, __ATOMIC_RELEASE);
     }
   }
   return 0;
+}
+
+static void ranges_scan(struct preempt_ranges *table) {
+  memset(table, 0, sizeof *table);
+  struct ranges_scan scan = {(uintptr_t)swarm_preempt_enable, table};
+  dl_iterate_phdr(find_ranges, &scan);
+}
+
+static int read_adds(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  *(unsigned long long *)arg = info->dlpi_adds;
+  return 1; /* the first object says it */
+}
+
+/* The monitor's, before it asks for a preemption: a table that covers the
+ * objects loaded since the last one, or false (no memory: do not ask). */
+static bool ranges_refresh(void) {
+  struct preempt_ranges *now =
+      atomic_load_explicit(&preempt.ranges, memory_order_relaxed);
+  unsigned long long adds = 0;
+  dl_iterate_phdr(read_adds, &adds);
+  if (adds == now->adds)
+    return true;
+  struct preempt_ranges *fresh = malloc(sizeof *fresh);
+  if (!fresh)
+    return false;
+  ranges_scan(fresh);
+  atomic_store_explicit(&preempt.ranges, fresh, memory_order_release);
+  return true;
 }
 #endif
 
@@ -129,15 +199,16 @@ bool swarm_preempt_enable(uint64_t worker_mask) {
 #else
   if (!os_interrupt_signal)
     return false;
-  preempt.nranges = 0;
-  dl_iterate_phdr(find_ranges, (void *)(uintptr_t)swarm_preempt_enable);
+  struct preempt_ranges *r = &preempt.first;
+  ranges_scan(r);
   bool found = false;
-  for (int i = 0; i < preempt.nranges; i++)
-    if ((uintptr_t)swarm_preempt_enable >= preempt.lo[i] &&
-        (uintptr_t)swarm_preempt_enable < preempt.hi[i])
+  for (int i = 0; i < r->n; i++)
+    if ((uintptr_t)swarm_preempt_enable >= r->lo[i] &&
+        (uintptr_t)swarm_preempt_enable < r->hi[i])
       found = true;
   if (!found)
     return false;
+  atomic_store_explicit(&preempt.ranges, r, memory_order_release);
   preempt.worker_mask = worker_mask;
   __atomic_store_n(&preempt.enabled, true, __ATOMIC_RELEASE);
   return true;
@@ -148,6 +219,10 @@ void preempt_tick(struct worker *w, uint32_t stalled, bool queued) {
   if (!__atomic_load_n(&preempt.enabled, __ATOMIC_ACQUIRE) ||
       stalled < PREEMPT_TICKS || !queued || !w->tid)
     return;
+#ifndef SWARM_ASAN
+  if (!ranges_refresh())
+    return;
+#endif
   atomic_store_explicit(&w->preempt_requested, 1, memory_order_relaxed);
   os_thread_signal(w->tid, os_interrupt_signal);
 }
@@ -167,10 +242,12 @@ bool swarm_preempt_safe(const void *ucontext) {
   if (!__atomic_load_n(&preempt.enabled, __ATOMIC_ACQUIRE))
     return false;
   uintptr_t pc = os_context_pc(ucontext);
-  if (!pc)
+  const struct preempt_ranges *r =
+      atomic_load_explicit(&preempt.ranges, memory_order_acquire);
+  if (!pc || !r || r->full)
     return false;
-  for (int i = 0; i < preempt.nranges; i++)
-    if (pc >= preempt.lo[i] && pc < preempt.hi[i])
+  for (int i = 0; i < r->n; i++)
+    if (pc >= r->lo[i] && pc < r->hi[i])
       return false;
   const ucontext_t *uc = ucontext;
   return mask_bits(&uc->uc_sigmask) == preempt.worker_mask;
