@@ -482,9 +482,9 @@ extern void (*swarm_thread_exit_hook)(struct swarm_thread *self);
  * swarm_thread_exit_hook, just before its descriptor is released: the
  * drop-in's (its record of an adopted kernel thread names the descriptor). */
 extern void (*swarm_external_exit_hook)(struct swarm_thread *self);
-/* Called on the kernel thread that starts the runtime, once its flow is the
- * main thread (runtime.c): sync/cxx_eh.c keeps main's C++ state there. */
-extern void (*swarm_main_enter_hook)(struct swarm_thread *main);
+/* On the kernel thread that starts the runtime, its flow now main (adopted:
+ * a fork child's, with its descriptor): sync/cxx_eh.c's main C++ state. */
+extern void (*swarm_main_enter_hook)(struct swarm_thread *main, bool adopted);
 /* In a child of fork() (called by the drop-in): forget the parent's
  * runtime, whose workers did not survive the fork, and start a fresh one
  * (swarm_init's config and results) on this kernel thread, in which the

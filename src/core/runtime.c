@@ -38,7 +38,7 @@ void *__cxa_get_globals(void);
 __attribute__((used)) static void *(*const keep_cxx_eh)(void) =
     __cxa_get_globals;
 
-void (*swarm_main_enter_hook)(struct swarm_thread *main); /* core.h */
+void (*swarm_main_enter_hook)(struct swarm_thread *main, bool adopted);
 
 #define SCHED_STACK_SIZE ((size_t)256 * 1024)
 /* The guard region below every stack core maps. A frame that the compiler
@@ -195,7 +195,7 @@ static int worker0_enter(struct swarm_thread *adopt, struct start_progress *p) {
   swarm_rt.main_adopted = adopt;
   swarm_rt.main_thread = main_t;
   if (swarm_main_enter_hook)
-    swarm_main_enter_hook(main_t);
+    swarm_main_enter_hook(main_t, adopt != NULL);
   w0->tid = os_thread_id(); /* the monitor reads its state */
   os_program_mask_save();   /* workers run with it (issue 21 item 1) */
   w0->current = main_t;

@@ -54,14 +54,26 @@ static __thread void *kernel_thread_block[SYNC_CXX_EH_WORDS];
  * runs no C++, shares it. */
 static void **_Atomic main_block;
 
-/* A fork child's main flow was a thread of the parent, whose exceptions
- * were in its record: they move to this kernel thread's block. */
-static void main_enter(struct swarm_thread *main) {
-  struct sync_thread *rec = sync_thread_of(main, false);
-  if (rec) {
-    memcpy(kernel_thread_block, rec->cxx_eh, sizeof kernel_thread_block);
-    memset(rec->cxx_eh, 0, sizeof rec->cxx_eh);
+/* The descriptor main_block was set for. */
+static struct swarm_thread *main_thread;
+
+/* A fork child's main flow (adopted) was a thread of the parent: its
+ * exceptions move to this kernel thread's block, from its record (a swarm
+ * thread) or from the parent's main block (main itself: that kernel
+ * thread's TLS is still mapped here, as all the parent's memory). */
+static void main_enter(struct swarm_thread *main, bool adopted) {
+  void **from = NULL;
+  struct sync_thread *rec = adopted ? sync_thread_of(main, false) : NULL;
+  void **old = atomic_load_explicit(&main_block, memory_order_relaxed);
+  if (adopted && main == main_thread && old)
+    from = old;
+  else if (rec)
+    from = rec->cxx_eh;
+  if (from && from != kernel_thread_block) {
+    memcpy(kernel_thread_block, from, sizeof kernel_thread_block);
+    memset(from, 0, sizeof kernel_thread_block);
   }
+  main_thread = main;
   atomic_store_explicit(&main_block, kernel_thread_block, memory_order_release);
 }
 
@@ -76,8 +88,10 @@ static void *exception_block(void) {
   struct swarm_thread *t = w ? w->current : NULL;
   if (!t)
     return kernel_thread_block;
-  if (t->kind == THREAD_MAIN)
-    return atomic_load_explicit(&main_block, memory_order_acquire);
+  if (t->kind == THREAD_MAIN) {
+    void **b = atomic_load_explicit(&main_block, memory_order_acquire);
+    return b ? b : kernel_thread_block;
+  }
   struct sync_thread *rec = sync_thread_of(t, true);
   if (unlikely(!rec)) {
     static const char msg[] = "swarm: out of memory for a thread's record "
