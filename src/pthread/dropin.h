@@ -95,6 +95,9 @@ size_t dropin_stack_for_runtime(void);
 void dropin_stack_init(void);
 /* Makes sure the runtime runs (the constructor starts it). */
 void dropin_ensure_runtime(void);
+/* compat.c: a warning on stderr for each loaded library the drop-in knows
+ * its threads cannot run (the constructor calls it). */
+void dropin_warn_known_incompatible(void);
 /* signal.c: per-thread signals (docs/dropin.md). init_early claims the
  * interrupt signal before the runtime starts (its workers unblock it);
  * init_late, on main's flow once it runs, gives main the process's mask and

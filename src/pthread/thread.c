@@ -208,6 +208,7 @@ static void external_record_end(struct swarm_thread *t) {
 __attribute__((constructor)) static void dropin_load(void) {
   swarm_external_exit_hook = external_record_end;
   dropin_stack_init();
+  dropin_warn_known_incompatible();
   dropin_signal_init_early(); /* before the workers start: they unblock it */
   dropin_ensure_runtime();
   if (swarm_is_running()) {
