@@ -86,6 +86,14 @@ struct preempt_ranges {
   uintptr_t lo[PREEMPT_RANGES], hi[PREEMPT_RANGES];
 };
 
+/* Whether pc lies in one of r's ranges. */
+static bool ranges_hold(const struct preempt_ranges *r, uintptr_t pc) {
+  for (int i = 0; i < r->n; i++)
+    if (pc >= r->lo[i] && pc < r->hi[i])
+      return true;
+  return false;
+}
+
 static struct {
   bool enabled;
   uint64_t worker_mask;
@@ -201,12 +209,7 @@ bool swarm_preempt_enable(uint64_t worker_mask) {
     return false;
   struct preempt_ranges *r = &preempt.first;
   ranges_scan(r);
-  bool found = false;
-  for (int i = 0; i < r->n; i++)
-    if ((uintptr_t)swarm_preempt_enable >= r->lo[i] &&
-        (uintptr_t)swarm_preempt_enable < r->hi[i])
-      found = true;
-  if (!found)
+  if (!ranges_hold(r, (uintptr_t)swarm_preempt_enable))
     return false;
   atomic_store_explicit(&preempt.ranges, r, memory_order_release);
   preempt.worker_mask = worker_mask;
@@ -244,11 +247,8 @@ bool swarm_preempt_safe(const void *ucontext) {
   uintptr_t pc = os_context_pc(ucontext);
   const struct preempt_ranges *r =
       atomic_load_explicit(&preempt.ranges, memory_order_acquire);
-  if (!pc || !r || r->full)
+  if (!pc || !r || r->full || ranges_hold(r, pc))
     return false;
-  for (int i = 0; i < r->n; i++)
-    if (pc >= r->lo[i] && pc < r->hi[i])
-      return false;
   const ucontext_t *uc = ucontext;
   return mask_bits(&uc->uc_sigmask) == preempt.worker_mask;
 }

@@ -23,7 +23,6 @@ enum { SPINNERS = 8, COUNTERS = 4 };
 #define ITERS 10000000L
 
 long tls_work(long iters); /* preempt_tls_lib.c, linked */
-static long (*tls_work_loaded)(long);
 
 static atomic_int arrived;
 
@@ -75,7 +74,7 @@ int main(void) {
     printf("FAIL: dlopen %s: %s\n", copy, dlerror());
     return 1;
   }
-  tls_work_loaded = (long (*)(long))dlsym(h, "tls_work");
+  long (*tls_work_loaded)(long) = (long (*)(long))dlsym(h, "tls_work");
   CHECK(tls_work_loaded != NULL);
   bad += run_counters(tls_work_loaded, "loaded");
   if (bad)
